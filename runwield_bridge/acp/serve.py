@@ -1,0 +1,44 @@
+"""Running the ACP agent server: on stdio (`wld acp`) or on an in-memory pipe inside this process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from acp._transport import Transport, memory_transport_pair
+from acp.connection import Connection
+from acp.task import TaskSupervisor
+
+from ..core.sessions import SessionHost
+from .server import AcpAgentServer
+from .transport import protocol_stdio
+
+
+async def serve_stdio(host: SessionHost) -> None:
+    """Serve one ACP client on stdin/stdout until it closes the stream."""
+    supervisor = TaskSupervisor(source="wld.acp.stdio")
+    transport = await protocol_stdio(supervisor)
+    server = AcpAgentServer(host)
+    conn = Connection(server, transport, listening=False)
+    server.attach(conn)
+    try:
+        await conn.main_loop()
+    finally:
+        await host.shutdown()
+        await conn.close()
+        await supervisor.shutdown()
+
+
+@contextlib.asynccontextmanager
+async def in_memory_agent(host: SessionHost) -> AsyncIterator[Transport]:
+    """An ACP server on one end of an in-memory pipe; yields the client's end."""
+    server_end, client_end = memory_transport_pair()
+    server = AcpAgentServer(host)
+    conn = Connection(server, server_end)
+    server.attach(conn)
+    try:
+        yield client_end
+    finally:
+        await conn.close()
+        await asyncio.sleep(0)

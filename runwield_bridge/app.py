@@ -1,0 +1,67 @@
+"""Assembles the Session Host from settings and plugins."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .config import ConfigError, ModelConfig, Settings
+from .core.catalog import ModelCatalog
+from .core.models import ModelInfo
+from .core.sessions import SessionHost
+from .core.store import Store
+from .core.tools import BUILTIN_TOOLS
+from .host import PluginHost, load_plugins
+
+
+def build_catalog(settings: Settings, plugins: PluginHost) -> ModelCatalog:
+    """Models from plugins, then ``[models.NAME]`` entries built by their provider."""
+    catalog = ModelCatalog()
+    for info, factory in plugins.collect("register_models"):
+        catalog.add(info, factory)
+    providers = dict(plugins.collect("register_providers"))
+    for name, entry in settings.models.items():
+        if entry.provider not in providers:
+            raise ConfigError(f"models.{name}.provider: no plugin provides {entry.provider!r} (is its extra installed?)")
+        catalog.add(model_info(name, entry), lambda name=name, entry=entry: providers[entry.provider](name, entry))
+    return catalog
+
+
+def model_info(name: str, entry: ModelConfig) -> ModelInfo:
+    levels = tuple(entry.reasoning_levels)
+    return ModelInfo(
+        id=name,
+        name=name,
+        description=f"{entry.provider}: {entry.model or name}",
+        reasoning_levels=levels,
+        default_reasoning=levels[len(levels) // 2] if levels else None,
+        context_window=entry.context_window,
+    )
+
+
+@dataclass
+class App:
+    """Everything a `wld` command needs: settings, plugins, the store and the Session Host."""
+
+    settings: Settings
+    plugins: PluginHost
+    store: Store
+    host: SessionHost
+
+    @classmethod
+    async def start(cls, settings: Settings, plugins: PluginHost | None = None) -> App:
+        plugins = plugins or load_plugins(settings.plugins.allow, settings.plugins.block)
+        catalog = build_catalog(settings, plugins)
+        tools = [*BUILTIN_TOOLS, *(args[0] for args in plugins.collect("register_tools"))]
+        store = await Store.open(settings.db_url)
+        try:
+            host = SessionHost(
+                store, catalog, tools, settings.state_dir, settings.sessions.model, settings.sessions.agent
+            )
+        except ValueError as exc:
+            await store.close()
+            raise ConfigError(f"sessions: {exc}") from None
+        return cls(settings, plugins, store, host)
+
+    async def close(self) -> None:
+        await self.host.shutdown()
+        await self.store.close()

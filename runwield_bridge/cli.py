@@ -1,0 +1,153 @@
+"""`wld`: chat, acp, bridge, sessions, plans, plugins, doctor."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+
+from .app import App
+from .config import ConfigError, Settings, load_settings
+from .core.sessions import SessionNotFound
+from .host import load_plugins
+
+Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
+
+
+def _setup_logging(settings: Settings, verbose: int) -> None:
+    level = logging.DEBUG if verbose > 1 else logging.INFO if verbose else getattr(logging, settings.log_level.upper(), logging.WARNING)
+    logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+async def cmd_acp(args: argparse.Namespace, settings: Settings) -> int:
+    from .acp.serve import serve_stdio
+
+    app = await App.start(settings)
+    try:
+        await serve_stdio(app.host)
+    finally:
+        await app.close()
+    return 0
+
+
+async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
+    from .channels.console import run_chat
+
+    app = await App.start(settings)
+    try:
+        return await run_chat(app.host, session_id=args.session, cwd=args.cwd)
+    finally:
+        await app.close()
+
+
+async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
+    app = await App.start(settings)
+    try:
+        if args.action in ("archive", "unarchive"):
+            if not args.session_id:
+                print(f"wld sessions {args.action}: give a SESSION_ID", file=sys.stderr)
+                return 2
+            try:
+                record = await app.host.archive(args.session_id, archived=args.action == "archive")
+            except SessionNotFound as exc:
+                print(f"wld sessions: {exc}", file=sys.stderr)
+                return 1
+            print(f"{record.id} {'archived' if record.archived else 'active'}")
+            return 0
+        records = await app.store.list_sessions(include_archived=args.all)
+        for record in records:
+            when = datetime.fromtimestamp(record.updated_at).strftime("%Y-%m-%d %H:%M")
+            state = " [archived]" if record.archived else ""
+            print(f"{record.id}  {when}  {record.model:<14} ${record.cost_usd:.6f}  {record.title or '(untitled)'}{state}")
+        if not records:
+            print("no sessions yet; start one with: wld chat")
+        return 0
+    finally:
+        await app.close()
+
+
+async def cmd_plugins(args: argparse.Namespace, settings: Settings) -> int:
+    plugins = load_plugins(settings.plugins.allow, settings.plugins.block)
+    for plugin in plugins.loaded:
+        print(f"{plugin.name}  ({plugin.source})  hooks: {', '.join(plugin.hooks) or '-'}")
+    for name in plugins.blocked:
+        print(f"{name}  (not loaded: blocked by [plugins])")
+    for failed in plugins.failed:
+        print(f"{failed.name}  ({failed.source})  FAILED: {failed.error}")
+    return 1 if plugins.failed else 0
+
+
+async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
+    app = await App.start(settings)
+    try:
+        print(f"state directory: {settings.state_dir}")
+        print(f"database: {settings.db_url}")
+        print(f"models: {', '.join(m.id for m in app.host.models.all())}")
+        print(f"default model: {settings.sessions.model}")
+        print(f"plugins loaded: {len(app.plugins.loaded)}, failed: {len(app.plugins.failed)}")
+        for failed in app.plugins.failed:
+            print(f"  plugin {failed.name} failed: {failed.error}")
+        return 1 if app.plugins.failed else 0
+    finally:
+        await app.close()
+
+
+def _common_options(config_default: object, verbose_default: object) -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", metavar="PATH", default=config_default, help="wld.toml to read (default: $WLD_CONFIG)")
+    common.add_argument("-v", "--verbose", action="count", default=verbose_default, help="log more (to stderr)")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="wld", description="RunWield Bridge", parents=[_common_options(None, 0)])
+    common = _common_options(argparse.SUPPRESS, argparse.SUPPRESS)  # so `wld --config X chat` keeps X
+    parser.add_argument("--mode", choices=["acp"], help="`--mode acp` is the same as `wld acp`")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    chat = sub.add_parser("chat", parents=[common], help="chat in the terminal with the built-in Session Host")
+    chat.add_argument("--session", metavar="ID", help="continue a saved Session")
+    chat.add_argument("--cwd", default=None, help="project directory of a new Session (default: here)")
+    chat.set_defaults(run=cmd_chat)
+
+    acp = sub.add_parser("acp", parents=[common], help="serve the Session Host over ACP on stdio")
+    acp.set_defaults(run=cmd_acp)
+
+    sessions = sub.add_parser("sessions", parents=[common], help="list, archive or unarchive Sessions")
+    sessions.add_argument("action", nargs="?", choices=["list", "archive", "unarchive"], default="list")
+    sessions.add_argument("session_id", nargs="?")
+    sessions.add_argument("--all", action="store_true", help="include archived Sessions")
+    sessions.set_defaults(run=cmd_sessions)
+
+    plugins = sub.add_parser("plugins", parents=[common], help="list plugins: loaded, blocked, failed")
+    plugins.set_defaults(run=cmd_plugins)
+
+    doctor = sub.add_parser("doctor", parents=[common], help="check configuration, state and plugins")
+    doctor.set_defaults(run=cmd_doctor)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.mode == "acp":
+        args.run = cmd_acp
+    if not getattr(args, "run", None):
+        parser.print_help()
+        return 2
+    try:
+        settings = load_settings(args.config)
+        _setup_logging(settings, args.verbose)
+        return asyncio.run(args.run(args, settings))
+    except ConfigError as exc:
+        print(f"wld: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

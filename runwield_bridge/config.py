@@ -1,0 +1,151 @@
+"""``wld.toml`` parsed into pydantic models: unknown keys rejected, secrets from the environment."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message says which key and why."""
+
+
+class Strict(BaseModel):
+    """Base for config sections: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelConfig(Strict):
+    """A ``[models.NAME]`` entry."""
+
+    provider: Literal["openai", "anthropic", "scripted"] = "openai"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    context_window: int | None = None
+    reasoning_levels: list[str] = Field(default_factory=list)
+
+
+class AgentConfig(Strict):
+    """An ``[agents.NAME]`` entry: an ACP agent started by command."""
+
+    command: list[str] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+
+
+class WebConfig(Strict):
+    """The one inbound HTTP server."""
+
+    listen: str = "127.0.0.1:8787"
+    public_url: str | None = None
+
+    @property
+    def base_url(self) -> str:
+        return (self.public_url or f"http://{self.listen}").rstrip("/")
+
+
+class PluginsConfig(Strict):
+    """Which plugins may load: ``allow`` (all when unset) minus ``block``."""
+
+    allow: list[str] | None = None
+    block: list[str] = Field(default_factory=list)
+
+
+class SessionsConfig(Strict):
+    """Defaults for new Sessions."""
+
+    model: str = "scripted"
+    agent: str = "build"
+
+
+class Settings(Strict):
+    """The whole of ``wld.toml``; every value has a default."""
+
+    home: Path | None = None
+    database_url: str | None = None
+    log_level: str = "WARNING"
+    workflow_metrics: bool = False
+    sessions: SessionsConfig = Field(default_factory=SessionsConfig)
+    models: dict[str, ModelConfig] = Field(default_factory=dict)
+    agents: dict[str, AgentConfig] = Field(default_factory=dict)
+    web: WebConfig = Field(default_factory=WebConfig)
+    plugins: PluginsConfig = Field(default_factory=PluginsConfig)
+    channels: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    bindings: list[dict[str, Any]] = Field(default_factory=list)
+
+    @property
+    def state_dir(self) -> Path:
+        """Where all state lives: ``home``, else ``$WLD_HOME``, else the user data directory."""
+        if self.home is not None:
+            return self.home.expanduser()
+        if env := os.environ.get("WLD_HOME"):
+            return Path(env).expanduser()
+        return Path(platformdirs.user_data_dir("runwield-bridge", appauthor=False))
+
+    @property
+    def db_url(self) -> str:
+        return self.database_url or f"sqlite+aiosqlite:///{self.state_dir / 'wld.db'}"
+
+
+def expand_env(value: Any, where: str = "") -> Any:
+    """Replace ``${NAME}`` in every string with the environment variable; a missing one is an error."""
+    if isinstance(value, str):
+
+        def lookup(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in os.environ:
+                raise ConfigError(f"{where or 'value'}: environment variable {name} is not set")
+            return os.environ[name]
+
+        return _ENV_REF.sub(lookup, value)
+    if isinstance(value, dict):
+        return {k: expand_env(v, f"{where}.{k}" if where else k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_env(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def describe_errors(error: ValidationError, prefix: str = "") -> str:
+    """One line per problem, naming the key by its dotted path."""
+    lines = []
+    for item in error.errors():
+        key = ".".join(str(part) for part in (prefix, *item["loc"]) if part != "")
+        message = "unknown key" if item["type"] == "extra_forbidden" else item["msg"]
+        lines.append(f"{key}: {message}")
+    return "\n".join(lines)
+
+
+def config_path(explicit: str | os.PathLike[str] | None = None) -> Path | None:
+    """The config file to read: ``--config``, else ``$WLD_CONFIG``, else none."""
+    if explicit:
+        return Path(explicit)
+    if env := os.environ.get("WLD_CONFIG"):
+        return Path(env)
+    return None
+
+
+def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
+    """Read and validate the configuration; with no file, every default applies."""
+    resolved = config_path(path)
+    if resolved is None:
+        return Settings()
+    try:
+        raw = tomllib.loads(resolved.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{resolved}: no such config file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{resolved}: not valid TOML: {exc}") from None
+    try:
+        return Settings.model_validate(expand_env(raw))
+    except ValidationError as exc:
+        raise ConfigError(f"{resolved}:\n{describe_errors(exc)}") from None

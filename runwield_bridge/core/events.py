@@ -1,0 +1,83 @@
+"""Typed events a Session emits; the ACP server maps them, nothing else invents them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+StopReason = Literal["end_turn", "cancelled", "max_tokens", "refusal", "error"]
+ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    """A user's prompt text, emitted when history is replayed."""
+
+    text: str
+    message_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageChunk:
+    """A piece of the agent's reply."""
+
+    text: str
+    message_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Thought:
+    """A piece of the model's reasoning."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """A tool call starting (first event for its id) or changing status."""
+
+    call_id: str
+    title: str
+    kind: str = "other"
+    status: ToolStatus = "pending"
+    raw_input: dict[str, Any] | None = None
+    output: str | None = None
+    started: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Context usage as measured by the runtime, and the Session's cumulative cost."""
+
+    used: int
+    size: int
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Something the user should know that is not part of the reply."""
+
+    text: str
+    level: Literal["info", "warning", "error"] = "info"
+
+
+@dataclass(frozen=True, slots=True)
+class SelectionChanged:
+    """The Session's Agent, model or reasoning level changed."""
+
+    agent: str
+    model: str
+    reasoning: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSettled:
+    """The turn is over: nothing more will be emitted for it."""
+
+    stop_reason: StopReason
+    error: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+Event = Union[UserMessage, MessageChunk, Thought, ToolProgress, Usage, Notice, SelectionChanged, TurnSettled]

@@ -1,0 +1,94 @@
+"""The contract between the turn executor and a model provider."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, Union
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """What a model is and what it can do."""
+
+    id: str
+    name: str
+    description: str = ""
+    reasoning_levels: tuple[str, ...] = ()
+    default_reasoning: str | None = None
+    context_window: int | None = None
+
+    @property
+    def reasons(self) -> bool:
+        return bool(self.reasoning_levels)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """One message of the conversation as the model sees it."""
+
+    role: Literal["user", "assistant", "tool"]
+    text: str
+    tool_call_id: str | None = None
+    tool_calls: tuple["ToolCallRequest", ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool the model may call."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """Everything a model needs for one request."""
+
+    messages: tuple[ChatMessage, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    reasoning: str | None = None
+    cwd: str = "."
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequest:
+    """The model asks for a tool to be run."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelUsage:
+    """Tokens in context after this response, and what the response cost."""
+
+    context_tokens: int
+    cost_usd: float = 0.0
+
+
+ModelEvent = Union[TextDelta, ThinkingDelta, ToolCallRequest, ModelUsage]
+
+
+class Model(Protocol):
+    """A model provider: streams events for a request."""
+
+    info: ModelInfo
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]: ...
+
+
+class ModelError(Exception):
+    """A model request failed in a way the user should be told about."""

@@ -1,0 +1,23 @@
+"""Registration hooks: everything a plugin adds comes through one of these."""
+
+from __future__ import annotations
+
+from pluggy import HookimplMarker, HookspecMarker
+
+hookspec = HookspecMarker("runwield_bridge")
+hookimpl = HookimplMarker("runwield_bridge")
+
+
+@hookspec
+def register_models(register):
+    """Register models: ``register(info: ModelInfo, factory: () -> Model)``."""
+
+
+@hookspec
+def register_providers(register):
+    """Register model providers for ``[models.NAME]``: ``register(provider, factory: (name, ModelConfig) -> Model)``."""
+
+
+@hookspec
+def register_tools(register):
+    """Register runtime tools: ``register(tool: Tool)``."""

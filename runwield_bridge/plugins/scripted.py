@@ -1,0 +1,116 @@
+"""The built-in offline model: deterministic replies, real tool calls, exact usage."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+
+from ..core.models import (
+    ChatMessage,
+    ModelError,
+    ModelEvent,
+    ModelInfo,
+    ModelRequest,
+    ModelUsage,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallRequest,
+)
+from ..hookspecs import hookimpl
+
+CONTEXT_WINDOW = 32_768
+USD_PER_INPUT_TOKEN = 1e-6
+USD_PER_OUTPUT_TOKEN = 2e-6
+SLOW_CHUNK_DELAY = 0.2
+SLOW_CHUNKS = 15
+_READ = re.compile(r"\bread\s+(\S+)", re.IGNORECASE)
+
+
+def count_tokens(text: str) -> int:
+    """The scripted model's tokenizer: one token per whitespace-separated word."""
+    return len(text.split())
+
+
+def chunks(text: str) -> list[str]:
+    """Split text into streaming chunks of up to three words, keeping every character."""
+    words = re.findall(r"\s*\S+\s*", text) or [text]
+    return ["".join(words[i : i + 3]) for i in range(0, len(words), 3)]
+
+
+class ScriptedModel:
+    """A model whose behaviour is a small documented script (see docs/scripted-model.md)."""
+
+    def __init__(self, info: ModelInfo) -> None:
+        self.info = info
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        last = request.messages[-1]
+        prompt = _last_user_text(request.messages)
+        if "fail" in prompt.lower().split():
+            raise ModelError("the scripted model was asked to fail")
+        if request.reasoning and request.reasoning != "off" and last.role == "user":
+            yield ThinkingDelta(f"Thinking ({request.reasoning}) about: {prompt}")
+        if last.role == "user" and (call := _tool_call_for(prompt, len(request.messages))):
+            yield call
+            yield self._usage(request, "")
+            return
+        reply = _reply(prompt, last)
+        slow = "slow" in prompt.lower().split()
+        pieces = chunks(reply)
+        if slow:
+            pieces = pieces + [f" {n}" for n in range(1, SLOW_CHUNKS + 1)]
+        for piece in pieces:
+            if slow:
+                await asyncio.sleep(SLOW_CHUNK_DELAY)
+            yield TextDelta(piece)
+        yield self._usage(request, "".join(pieces))
+
+    def _usage(self, request: ModelRequest, reply: str) -> ModelUsage:
+        context = sum(count_tokens(m.text) for m in request.messages)
+        output = count_tokens(reply)
+        cost = context * USD_PER_INPUT_TOKEN + output * USD_PER_OUTPUT_TOKEN
+        return ModelUsage(context_tokens=context + output, cost_usd=cost)
+
+
+def _last_user_text(messages: tuple[ChatMessage, ...]) -> str:
+    return next((m.text for m in reversed(messages) if m.role == "user"), "")
+
+
+def _tool_call_for(prompt: str, position: int) -> ToolCallRequest | None:
+    lowered = prompt.lower()
+    if "list files" in lowered:
+        return ToolCallRequest(f"call-{position}", "list_files", {"path": "."})
+    if match := _READ.search(prompt):
+        return ToolCallRequest(f"call-{position}", "read_file", {"path": match.group(1)})
+    return None
+
+
+def _reply(prompt: str, last: ChatMessage) -> str:
+    if last.role == "tool":
+        lines = [line for line in last.text.splitlines() if line]
+        return f"The tool returned {len(lines)} lines:\n{last.text}"
+    return f"You said: {prompt}"
+
+
+SCRIPTED = ModelInfo(
+    id="scripted",
+    name="Scripted",
+    description="Offline, deterministic; reasons at three levels",
+    reasoning_levels=("low", "medium", "high"),
+    default_reasoning="medium",
+    context_window=CONTEXT_WINDOW,
+)
+SCRIPTED_FAST = ModelInfo(
+    id="scripted-fast",
+    name="Scripted (fast)",
+    description="Offline, deterministic; does not reason",
+    context_window=CONTEXT_WINDOW,
+)
+
+
+@hookimpl
+def register_models(register) -> None:
+    """Register the two offline models."""
+    for info in (SCRIPTED, SCRIPTED_FAST):
+        register(info, lambda info=info: ScriptedModel(info))
