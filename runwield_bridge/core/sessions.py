@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -13,7 +14,6 @@ from .events import (
     Event,
     MessageChunk,
     Notice,
-    SelectionChanged,
     ToolProgress,
     TurnSettled,
     UserMessage,
@@ -45,6 +45,7 @@ class LiveSession:
     lock: WriterLock
     turn: asyncio.Task[TurnSettled] | None = None
     cancelling: bool = False
+    finishing: bool = False
     open_tools: dict[str, ToolProgress] = field(default_factory=dict)
 
     @property
@@ -119,7 +120,6 @@ class SessionHost:
             await asyncio.shield(live.turn)  # a cancelled turn settles before the next one starts
         if live.busy or not live.lock.try_acquire():
             raise SessionBusy(f"Session {session_id} is busy with another turn; send your message again when it ends")
-        live.record = await self.get(session_id)
         live.turn = asyncio.create_task(self._turn(live, text, emit), name=f"turn:{session_id}")
         return await asyncio.shield(live.turn)
 
@@ -129,7 +129,8 @@ class SessionHost:
         if live is None or not live.busy:
             return
         live.cancelling = True
-        live.turn.cancel()
+        if not live.finishing:
+            live.turn.cancel()
         await asyncio.wait({live.turn})
 
     async def close(self, session_id: str) -> None:
@@ -149,7 +150,7 @@ class SessionHost:
     ) -> SessionRecord:
         """Change the Session's model, reasoning level or Agent; invalid or mid-turn changes fail and change nothing."""
         record = await self.get(session_id)
-        if self.is_busy(session_id):
+        if self.is_busy(session_id) or not self._writer_free(session_id):
             raise SessionBusy("the Session is running a turn; change the selection when it ends")
         new_model = model or record.model
         if reasoning is not None:
@@ -164,6 +165,13 @@ class SessionHost:
             self._live[session_id].record = updated
         return updated
 
+    def _writer_free(self, session_id: str) -> bool:
+        """True when no process holds the Session's writer (checked without keeping it)."""
+        probe = WriterLock(self.lock_dir, session_id)
+        free = probe.try_acquire()
+        probe.release()
+        return free
+
     async def shutdown(self) -> None:
         for session_id in list(self._live):
             await self.close(session_id)
@@ -173,24 +181,24 @@ class SessionHost:
         return self._live[session_id]
 
     async def _turn(self, live: LiveSession, text: str, emit: Emit) -> TurnSettled:
-        record = live.record
-        session_id = record.id
+        session_id = live.record.id
         tracked = self._tracking(live, emit)
-        history = await self._model_history(session_id)
-        await self.store.append(session_id, "user", text)
-        if not record.title:
-            await self.store.update_session(session_id, title=text.strip().splitlines()[0][:TITLE_LENGTH] if text.strip() else "")
-        runner = TurnRunner(
-            model=self.models.build(record.model),
-            tools=self.tools,
-            session_id=session_id,
-            cwd=Path(record.cwd),
-            reasoning=record.reasoning,
-            base_cost=record.cost_usd,
-            emit=tracked,
-        )
+        result = TurnResult()
         settled = TurnSettled("end_turn")
+        recorded = asyncio.ensure_future(self._record_prompt(live, text))
         try:
+            history = await asyncio.shield(recorded)  # the user's input is kept even if the turn is cancelled
+            record = live.record
+            runner = TurnRunner(
+                model=self.models.build(record.model),
+                tools=self.tools,
+                session_id=session_id,
+                cwd=Path(record.cwd),
+                reasoning=record.reasoning,
+                base_cost=record.cost_usd,
+                emit=tracked,
+                result=result,
+            )
             await runner.run(history, text)
         except asyncio.CancelledError:
             asyncio.current_task().uncancel()
@@ -200,13 +208,27 @@ class SessionHost:
         except Exception as exc:
             log.exception("turn failed in Session %s", session_id)
             settled = TurnSettled("error", error=f"internal error: {type(exc).__name__}: {exc}")
+        live.finishing = True
         try:
-            await self._finish(live, runner.result, settled, tracked)
+            with contextlib.suppress(Exception):  # a failure here is already the turn's error
+                await recorded
+            await self._finish(live, result, settled, tracked)
         finally:
-            live.cancelling = False
+            live.cancelling = live.finishing = False
             live.lock.release()
         await emit(settled)
         return settled
+
+    async def _record_prompt(self, live: LiveSession, text: str) -> list[ChatMessage]:
+        """Append the prompt to the transcript (titling an untitled Session) and return the history before it."""
+        session_id = live.record.id
+        live.record = await self.get(session_id)
+        history = await self._model_history(session_id)
+        await self.store.append(session_id, "user", text)
+        if not live.record.title and text.strip():
+            title = text.strip().splitlines()[0][:TITLE_LENGTH]
+            live.record = await self.store.update_session(session_id, title=title)
+        return history
 
     def _tracking(self, live: LiveSession, emit: Emit) -> Emit:
         """Wrap ``emit`` to remember tool calls still open, so a cancelled turn can close them."""
@@ -248,6 +270,3 @@ class SessionHost:
             elif entry.kind == "agent":
                 messages.append(ChatMessage("assistant", entry.text))
         return messages
-
-    def selection(self, record: SessionRecord) -> SelectionChanged:
-        return SelectionChanged(record.agent, record.model, record.reasoning)
