@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import ConfigError, ModelConfig, Settings
-from .core.catalog import ModelCatalog
-from .core.models import ModelInfo
+from .config import ConfigError, Settings
+from .core.catalog import ModelCatalog, model_info
 from .core.sessions import SessionHost
 from .core.store import Store
 from .core.tools import BUILTIN_TOOLS
@@ -22,20 +21,8 @@ def build_catalog(settings: Settings, plugins: PluginHost) -> ModelCatalog:
     for name, entry in settings.models.items():
         if entry.provider not in providers:
             raise ConfigError(f"models.{name}.provider: no plugin provides {entry.provider!r} (is its extra installed?)")
-        catalog.add(model_info(name, entry), lambda name=name, entry=entry: providers[entry.provider](name, entry))
+        catalog.add(model_info(name, entry, default_window=None), lambda name=name, entry=entry: providers[entry.provider](name, entry))
     return catalog
-
-
-def model_info(name: str, entry: ModelConfig) -> ModelInfo:
-    levels = tuple(entry.reasoning_levels)
-    return ModelInfo(
-        id=name,
-        name=name,
-        description=f"{entry.provider}: {entry.model or name}",
-        reasoning_levels=levels,
-        default_reasoning=levels[len(levels) // 2] if levels else None,
-        context_window=entry.context_window,
-    )
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .models import Model, ModelInfo
 
@@ -40,6 +41,19 @@ class ModelCatalog:
         if not info.reasons:
             return None
         return wanted if wanted in info.reasoning_levels else info.default_reasoning
+
+
+def model_info(name: str, entry: Any, default_window: int | None) -> ModelInfo:
+    """ModelInfo for a ``[models.NAME]`` entry (anything with provider, model, reasoning_levels, context_window)."""
+    levels = tuple(entry.reasoning_levels)
+    return ModelInfo(
+        id=name,
+        name=name,
+        description=f"{entry.provider}: {entry.model or name}",
+        reasoning_levels=levels,
+        default_reasoning=levels[len(levels) // 2] if levels else None,
+        context_window=entry.context_window or default_window,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,8 @@ from ..core.models import (
     ThinkingDelta,
     ToolCallRequest,
 )
+from ..config import ModelConfig
+from ..core.catalog import model_info
 from ..hookspecs import hookimpl
 
 CONTEXT_WINDOW = 32_768
@@ -114,3 +116,13 @@ def register_models(register) -> None:
     """Register the two offline models."""
     for info in (SCRIPTED, SCRIPTED_FAST):
         register(info, lambda info=info: ScriptedModel(info))
+
+
+@hookimpl
+def register_providers(register) -> None:
+    """``provider = "scripted"`` in ``[models.NAME]``: the scripted model under another name and limits."""
+
+    def build(name: str, entry: ModelConfig) -> ScriptedModel:
+        return ScriptedModel(model_info(name, entry, default_window=CONTEXT_WINDOW))
+
+    register("scripted", build)
