@@ -236,3 +236,14 @@ async def test_plugin_tools_and_models_are_used_by_turns(tmp_path: Path) -> None
     await app.host.prompt(record.id, "quiet words", events)
     assert events.text() == "shouted: QUIET WORDS"
     await app.close()
+
+
+async def test_the_store_is_a_sqlite_file_in_wal_mode(tmp_path: Path, wld_home: Path) -> None:
+    import sqlite3
+
+    app = await start(tmp_path)
+    await app.host.create(str(tmp_path))
+    await app.close()
+    with sqlite3.connect(wld_home / "wld.db") as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.execute("SELECT count(*) FROM sessions").fetchone()[0] == 1
