@@ -1,0 +1,142 @@
+"""Benchmark ACP agents over stdio: spawn-to-initialize latency and sequential prompt throughput.
+
+    python bench/acp_stdio.py --agent "wld acp" --spawns 10 --prompts 200
+
+Every agent is measured in the same run next to the official-SDK echo agent (the baseline),
+with the same lean client: tests/acp_wire.py with schema validation off unless --validate.
+Spawns are interleaved across agents so machine drift hits them alike. Agents run in the repo
+root with this interpreter's bin directory (the virtualenv's, where `wld` lives) first on PATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT / "tests"))
+from acp_wire import WireClient  # noqa: E402
+
+BASELINE = "node bench/echo_agent.mjs"
+AGENT_ENV = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+WARMUP_PROMPTS = 10
+INITIALIZE = {
+    "protocolVersion": 1,
+    "clientCapabilities": {},
+    "clientInfo": {"name": "acp-stdio-bench", "version": "1"},
+}
+
+
+@dataclass
+class Result:
+    """Measurements of one agent command."""
+
+    agent: str
+    initialize_s: list[float] = field(default_factory=list)
+    prompts_per_s: float | None = None
+    error: str | None = None
+
+
+async def time_to_initialize(argv: list[str], validate: bool) -> float:
+    """Seconds from starting the process to receiving its initialize result."""
+    start = time.perf_counter()
+    async with WireClient.spawn(argv, env=AGENT_ENV, cwd=REPO_ROOT, validate=validate) as client:
+        await client.call("initialize", INITIALIZE)
+        return time.perf_counter() - start
+
+
+async def prompt_throughput(argv: list[str], prompts: int, validate: bool) -> float:
+    """Sequential session/prompt turns per second on one session of one connection."""
+    async with WireClient.spawn(argv, env=AGENT_ENV, cwd=REPO_ROOT, validate=validate) as client:
+        await client.call("initialize", INITIALIZE)
+        session = await client.call("session/new", {"cwd": str(REPO_ROOT), "mcpServers": []})
+
+        async def turn(i: int) -> None:
+            params = {"sessionId": session["sessionId"], "prompt": [{"type": "text", "text": f"ping {i}"}]}
+            await client.call("session/prompt", params)
+
+        for i in range(WARMUP_PROMPTS):
+            await turn(i)
+        start = time.perf_counter()
+        for i in range(prompts):
+            await turn(i)
+        return prompts / (time.perf_counter() - start)
+
+
+async def measure(agents: list[str], spawns: int, prompts: int, validate: bool) -> list[Result]:
+    """Measure every agent; a failing agent gets an error instead of numbers."""
+    results = [Result(agent) for agent in agents]
+    for _ in range(spawns):
+        for result in results:
+            if result.error is None:
+                try:
+                    result.initialize_s.append(await time_to_initialize(shlex.split(result.agent), validate))
+                except Exception as error:
+                    result.error = f"{type(error).__name__}: {error}"
+    for result in results:
+        if result.error is None:
+            try:
+                result.prompts_per_s = await prompt_throughput(shlex.split(result.agent), prompts, validate)
+            except Exception as error:
+                result.error = f"{type(error).__name__}: {error}"
+    return results
+
+
+def ratio(value: float | None, baseline: float | None) -> str:
+    """value / baseline formatted as a multiplier, or n/a."""
+    return f"{value / baseline:.2f}×" if value is not None and baseline else "n/a"
+
+
+def table(results: list[Result]) -> str:
+    """Markdown table of the results with ratios to the baseline (first row)."""
+    base = results[0]
+    base_init = statistics.median(base.initialize_s) if base.error is None else None
+    lines = [
+        "| agent | initialize median (ms) | vs echo (lower is better) | prompts/s | vs echo (higher is better) |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for result in results:
+        if result.error is not None:
+            reason = " ".join(result.error.split())[:160].replace("|", "\\|")
+            lines.append(f"| `{result.agent}` | failed: {reason} | | | |")
+            continue
+        init = statistics.median(result.initialize_s)
+        lines.append(
+            f"| `{result.agent}` | {init * 1000:.1f} | {ratio(init, base_init)} "
+            f"| {result.prompts_per_s:.0f} | {ratio(result.prompts_per_s, base.prompts_per_s)} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    """Parse arguments, run the benchmark, print the table; exit 1 if any agent failed."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agent", action="append", default=[], help="agent command line (repeatable)")
+    parser.add_argument("--baseline", default=BASELINE, help=f"reference agent (default: {BASELINE})")
+    parser.add_argument("--spawns", type=int, default=10, help="spawns per agent for the initialize median")
+    parser.add_argument("--prompts", type=int, default=200, help="timed sequential prompts per agent")
+    parser.add_argument("--validate", action="store_true", help="validate every message (slower client)")
+    args = parser.parse_args()
+    agents = [args.baseline, *(agent for agent in args.agent if agent != args.baseline)]
+    results = asyncio.run(measure(agents, args.spawns, args.prompts, args.validate))
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip() or "?"
+    print(f"spawns={args.spawns} prompts={args.prompts} (+{WARMUP_PROMPTS} warm-up) "
+          f"validation={'on' if args.validate else 'off'} python={platform.python_version()} node={node}\n")
+    print(table(results))
+    for result in results:
+        if result.error is not None:
+            print(f"\n{result.agent} failed:\n{result.error}", file=sys.stderr)
+    return 1 if any(result.error for result in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
