@@ -8,6 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .catalog import ModelCatalog, UnknownChoice, agent_profile
 from .events import (
@@ -47,6 +48,8 @@ class LiveSession:
     cancelling: bool = False
     finishing: bool = False
     open_tools: dict[str, ToolProgress] = field(default_factory=dict)
+    history: list[ChatMessage] = field(default_factory=list)
+    history_until: int = 0  # id of the last transcript entry folded into ``history``
 
     @property
     def busy(self) -> bool:
@@ -223,11 +226,9 @@ class SessionHost:
         """Append the prompt to the transcript (titling an untitled Session) and return the history before it."""
         session_id = live.record.id
         live.record = await self.get(session_id)
-        history = await self._model_history(session_id)
-        await self.store.append(session_id, "user", text)
-        if not live.record.title and text.strip():
-            title = text.strip().splitlines()[0][:TITLE_LENGTH]
-            live.record = await self.store.update_session(session_id, title=title)
+        history = await self._model_history(live)
+        title = {"title": text.strip().splitlines()[0][:TITLE_LENGTH]} if not live.record.title and text.strip() else {}
+        live.record = await self.store.append_many(session_id, [("user", text, {})], **title) or live.record
         return history
 
     def _tracking(self, live: LiveSession, emit: Emit) -> Emit:
@@ -248,25 +249,26 @@ class SessionHost:
         for call_id, tool in list(live.open_tools.items()):
             await emit(ToolProgress(call_id, tool.title, tool.kind, "failed", output="cancelled"))
         live.open_tools.clear()
+        entries: list[tuple[str, str, dict[str, Any]]] = []
         if result.thoughts:
-            await self.store.append(session_id, "thought", result.thoughts)
+            entries.append(("thought", result.thoughts, {}))
         for tool in result.tool_calls:
-            await self.store.append(session_id, "tool", tool.output or "", call_id=tool.call_id, title=tool.title, status=tool.status)
+            entries.append(("tool", tool.output or "", {"call_id": tool.call_id, "title": tool.title, "status": tool.status}))
         if result.reply:
-            await self.store.append(
-                session_id, "agent", result.reply, message_id=result.message_id, stop_reason=settled.stop_reason
-            )
+            entries.append(("agent", result.reply, {"message_id": result.message_id, "stop_reason": settled.stop_reason}))
         if settled.error:
-            await self.store.append(session_id, "notice", settled.error, level="error")
+            entries.append(("notice", settled.error, {"level": "error"}))
+        cost = {"cost_delta": result.cost_usd} if result.cost_usd else {}
+        live.record = await self.store.append_many(session_id, entries, **cost) or live.record
+        if settled.error:
             await emit(Notice(f"The turn could not be completed: {settled.error}", "error"))
-        if result.cost_usd:
-            live.record = await self.store.update_session(session_id, cost_delta=result.cost_usd)
 
-    async def _model_history(self, session_id: str) -> list[ChatMessage]:
-        messages: list[ChatMessage] = []
-        for entry in await self.store.transcript(session_id):
+    async def _model_history(self, live: LiveSession) -> list[ChatMessage]:
+        """The conversation as the model sees it, read incrementally (other processes may have added to it)."""
+        for entry in await self.store.transcript(live.record.id, after=live.history_until):
             if entry.kind == "user":
-                messages.append(ChatMessage("user", entry.text))
+                live.history.append(ChatMessage("user", entry.text))
             elif entry.kind == "agent":
-                messages.append(ChatMessage("assistant", entry.text))
-        return messages
+                live.history.append(ChatMessage("assistant", entry.text))
+            live.history_until = entry.id or live.history_until
+        return list(live.history)

@@ -109,22 +109,38 @@ class Store:
             record = await db.get(SessionRecord, session_id)
             if record is None:
                 raise KeyError(session_id)
-            record.cost_usd += changes.pop("cost_delta", 0.0)
-            for key, value in changes.items():
-                setattr(record, key, value)
-            record.updated_at = time.time()
+            _apply(record, changes)
             db.add(record)
             await db.commit()
             return record
 
     async def append(self, session_id: str, kind: str, text: str = "", **data: Any) -> None:
-        entry = TranscriptEntry(session_id=session_id, kind=kind, text=text, data=json.dumps(data))
-        async with self._sessions() as db:
-            db.add(entry)
-            await db.commit()
+        await self.append_many(session_id, [(kind, text, data)])
 
-    async def transcript(self, session_id: str) -> list[TranscriptEntry]:
-        query = select(TranscriptEntry).where(TranscriptEntry.session_id == session_id).order_by(col(TranscriptEntry.id))
+    async def append_many(
+        self, session_id: str, entries: list[tuple[str, str, dict[str, Any]]], **changes: Any
+    ) -> SessionRecord | None:
+        """Append transcript entries and apply Session changes (as ``update_session``) in one transaction."""
+        async with self._sessions() as db:
+            for kind, text, data in entries:
+                db.add(TranscriptEntry(session_id=session_id, kind=kind, text=text, data=json.dumps(data)))
+            record = None
+            if changes:
+                record = await db.get(SessionRecord, session_id)
+                if record is None:
+                    raise KeyError(session_id)
+                _apply(record, changes)
+                db.add(record)
+            await db.commit()
+            return record
+
+    async def transcript(self, session_id: str, after: int = 0) -> list[TranscriptEntry]:
+        """The Session's transcript, oldest first; ``after`` skips entries up to that id."""
+        query = (
+            select(TranscriptEntry)
+            .where(TranscriptEntry.session_id == session_id, col(TranscriptEntry.id) > after)
+            .order_by(col(TranscriptEntry.id))
+        )
         async with self._sessions() as db:
             return list((await db.exec(query)).all())
 
@@ -146,6 +162,14 @@ class Store:
             if binding := await db.get(Binding, conversation):
                 await db.delete(binding)
                 await db.commit()
+
+
+def _apply(record: SessionRecord, changes: dict[str, Any]) -> None:
+    changes = dict(changes)
+    record.cost_usd += changes.pop("cost_delta", 0.0)
+    for key, value in changes.items():
+        setattr(record, key, value)
+    record.updated_at = time.time()
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
