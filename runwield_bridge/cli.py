@@ -43,6 +43,16 @@ async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
         await app.close()
 
 
+async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
+    from .channels.runner import run_bridge
+
+    app = await App.start(settings)
+    try:
+        return await run_bridge(settings, app.plugins, app.store, app.host)
+    finally:
+        await app.close()
+
+
 async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
     app = await App.start(settings)
     try:
@@ -115,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     acp = sub.add_parser("acp", parents=[common], help="serve the Session Host over ACP on stdio")
     acp.set_defaults(run=cmd_acp)
+
+    bridge = sub.add_parser("bridge", parents=[common], help="run the configured chat channels (see docs/channels.md)")
+    bridge.set_defaults(run=cmd_bridge)
 
     sessions = sub.add_parser("sessions", parents=[common], help="list, archive or unarchive Sessions")
     sessions.add_argument("action", nargs="?", choices=["list", "archive", "unarchive"], default="list")

@@ -21,3 +21,13 @@ def register_providers(register):
 @hookspec
 def register_tools(register):
     """Register runtime tools: ``register(tool: Tool)``."""
+
+
+@hookspec
+def register_commands(register):
+    """Register slash commands: ``register(command: Command)``; built-in names and aliases win."""
+
+
+@hookspec
+def register_channels(register):
+    """Register chat channels for ``[channels.NAME]``: ``register(name, factory: (section: dict, context: ChannelContext) -> Channel)``."""

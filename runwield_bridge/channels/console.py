@@ -1,89 +1,186 @@
-"""`wld chat`: a terminal chat that is an ACP client of the in-process Session Host."""
+"""The ``console`` channel: a terminal chat, and ``wld chat`` (the Bridge with only this channel).
+
+Replies stream as they arrive, Ctrl-C cancels the running turn, ``--session ID`` resumes a saved
+session (its history is printed), and bridge commands (/new, /resume, /status, /cancel) work here too.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 import threading
-from typing import Any, TextIO
+from collections import deque
+from collections.abc import Sequence
+from typing import Any, Literal, TextIO
 
-from acp import PROTOCOL_VERSION, RequestError, connect_to_agent, text_block
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
-    ClientCapabilities,
-    Implementation,
-    PermissionOption,
-    RequestPermissionResponse,
     ToolCallProgress,
     ToolCallStart,
-    ToolCallUpdate,
     UsageUpdate,
     UserMessageChunk,
 )
 
-from ..acp.serve import in_memory_agent
-from ..core.sessions import SessionHost
+from ..acp.client import InProcessAgent
+from ..hookspecs import hookimpl
+from .background import Background
+from .bindings import MemoryBindings
+from .bridge import BUILTIN_AGENT, Bridge, BridgeError
+from .contract import (
+    Button,
+    Capabilities,
+    ChannelContext,
+    Conversation,
+    IncomingMessage,
+    Inbox,
+    MenuCommand,
+    MessageRef,
+    Sender,
+)
+from .settings import ChannelSettings, Id, parse_section
 
 EXIT_WORDS = {"/quit", "/exit"}
+CONVERSATION = Conversation("console", "local")
+PERSON = Sender("local", "you")
 
 
-class ConsoleClient:
-    """Renders session updates on a terminal and asks the person for permissions."""
+class ConsoleSettings(ChannelSettings):
+    """``[channels.console]``: the person at the terminal is allowed; prompts carry no sender context."""
 
-    def __init__(self, lines: asyncio.Queue[str | None], out: TextIO = sys.stdout) -> None:
-        self.lines = lines
+    allowed_users: list[Id] = ["local"]
+    sender_context: Literal["groups", "always", "never"] = "never"
+
+
+class Terminal:
+    """Writes to the terminal and knows whether the cursor is at the start of a line."""
+
+    def __init__(self, out: TextIO) -> None:
         self.out = out
-        self.replaying = False
-        self._at_line_start = True
+        self.at_line_start = True
 
     def write(self, text: str) -> None:
         self.out.write(text)
         self.out.flush()
         if text:
-            self._at_line_start = text.endswith("\n")
+            self.at_line_start = text.endswith("\n")
 
     def newline(self) -> None:
-        if not self._at_line_start:
+        if not self.at_line_start:
             self.write("\n")
 
-    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
+
+class ConsoleReply:
+    """A turn (or a replayed history) printed as it streams."""
+
+    def __init__(self, terminal: Terminal) -> None:
+        self.terminal = terminal
+
+    def update(self, update: Any) -> None:
+        term = self.terminal
         if isinstance(update, UserMessageChunk):
-            self.newline()
-            self.write(f"you> {getattr(update.content, 'text', '')}\n")
+            term.newline()
+            term.write(f"you> {getattr(update.content, 'text', '')}\n")
         elif isinstance(update, AgentMessageChunk):
-            self.write(getattr(update.content, "text", ""))
+            term.write(getattr(update.content, "text", ""))
         elif isinstance(update, AgentThoughtChunk):
-            self.newline()
-            self.write(f"  (thinking: {getattr(update.content, 'text', '')})\n")
+            term.newline()
+            term.write(f"  (thinking: {getattr(update.content, 'text', '')})\n")
         elif isinstance(update, ToolCallStart):
-            self.newline()
-            self.write(f"  ⚙ {update.title} …\n")
+            term.newline()
+            term.write(f"  ⚙ {update.title} …\n")
         elif isinstance(update, ToolCallProgress) and update.status in ("completed", "failed"):
-            self.newline()
-            self.write(f"  ⚙ {update.tool_call_id} {update.status}\n")
+            term.newline()
+            term.write(f"  ⚙ {update.tool_call_id} {update.status}\n")
         elif isinstance(update, UsageUpdate):
             cost = f" · ${update.cost.amount:.6f}" if update.cost else ""
-            self.newline()
-            self.write(f"  [{update.used}/{update.size} tokens{cost}]\n")
+            term.newline()
+            term.write(f"  [{update.used}/{update.size} tokens{cost}]\n")
 
-    async def request_permission(
-        self, options: list[PermissionOption], session_id: str, tool_call: ToolCallUpdate, **_: Any
-    ) -> RequestPermissionResponse:
-        self.newline()
-        self.write(f"Permission requested: {tool_call.title or tool_call.tool_call_id}\n")
-        for number, option in enumerate(options, 1):
-            self.write(f"  {number}. {option.name}\n")
-        self.write("Reply with a number (anything else declines): ")
-        line = await self.lines.get()
-        choice = line.strip() if line else ""
-        if choice.isdigit() and 1 <= int(choice) <= len(options):
-            return RequestPermissionResponse.model_validate(
-                {"outcome": {"outcome": "selected", "optionId": options[int(choice) - 1].option_id}}
-            )
-        return RequestPermissionResponse.model_validate({"outcome": {"outcome": "cancelled"}})
+    async def finish(self, stop_reason: str | None = None, error: str | None = None) -> None:
+        self.terminal.newline()
+        if error:
+            self.terminal.write(f"  [error: {error}]\n")
+        elif stop_reason and stop_reason != "end_turn":
+            self.terminal.write(f"  [{stop_reason}]\n")
+
+
+class ConsoleChannel:
+    """The terminal as a channel: no buttons and no edits, so questions are numbered prompts."""
+
+    name = "console"
+    capabilities = Capabilities(max_message_length=1_000_000, edits=False, buttons=False, full_history=True)
+
+    def __init__(self, settings: ConsoleSettings, session_id: str | None = None, out: TextIO = sys.stdout) -> None:
+        self.settings = settings
+        self.session_id = session_id
+        self.terminal = Terminal(out)
+        self.background = Background("console")
+
+    async def run(self, inbox: Inbox) -> None:
+        """Chat until end of input or /quit; raises BridgeError if the session cannot be opened."""
+        if self.session_id:
+            session_id = await inbox.resume(CONVERSATION, self.session_id)
+        else:
+            session_id = await inbox.new_session(CONVERSATION)
+        self.terminal.newline()
+        self.terminal.write(f"Session {session_id} · Ctrl-C cancels a turn · /quit or Ctrl-D leaves\n")
+        lines: asyncio.Queue[str | None] = asyncio.Queue()
+        _start_line_reader(asyncio.get_running_loop(), lines)
+        held: deque[str | None] = deque()
+        while True:
+            self.terminal.write("you> ")
+            line = held.popleft() if held else await lines.get()
+            if line is None or line.strip() in EXIT_WORDS:
+                self.terminal.newline()
+                return
+            if not line.strip():
+                continue
+            turn = await inbox.receive_message(IncomingMessage(CONVERSATION, PERSON, line.rstrip("\n")))
+            if turn is not None:
+                await self._follow(inbox, turn, lines, held)
+
+    async def _follow(self, inbox: Inbox, turn: asyncio.Task[None], lines: asyncio.Queue[str | None], held: deque[str | None]) -> None:
+        """Wait for the turn: Ctrl-C cancels it; lines typed meanwhile answer its questions or wait their turn."""
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, lambda: self.background.spawn(inbox.cancel(CONVERSATION), "cancel"))
+        try:
+            while not turn.done():
+                reading = asyncio.ensure_future(lines.get())
+                await asyncio.wait({turn, reading}, return_when=asyncio.FIRST_COMPLETED)
+                if not reading.done():
+                    reading.cancel()
+                    continue
+                line = reading.result()
+                if line is not None and inbox.awaiting_answer(CONVERSATION):
+                    await inbox.receive_message(IncomingMessage(CONVERSATION, PERSON, line.rstrip("\n")))
+                    continue
+                if line is None:
+                    await inbox.cancel(CONVERSATION)
+                held.append(line)
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+
+    async def send(self, conversation: Conversation, text: str, buttons: Sequence[Button] = ()) -> MessageRef:
+        self.terminal.newline()
+        self.terminal.write(f"{text}\n")
+        return MessageRef(conversation, "")
+
+    async def edit(self, message: MessageRef, text: str, buttons: Sequence[Button] = ()) -> None:
+        await self.send(message.conversation, text)
+
+    async def typing(self, conversation: Conversation) -> None:
+        """A terminal shows thinking as text instead."""
+
+    async def set_commands(self, conversation: Conversation, commands: Sequence[MenuCommand]) -> None:
+        """A terminal has no command menu."""
+
+    def open_reply(self, conversation: Conversation) -> ConsoleReply:
+        return ConsoleReply(self.terminal)
+
+    async def close(self) -> None:
+        await self.background.close()
 
 
 def _start_line_reader(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | None]) -> None:
@@ -97,52 +194,26 @@ def _start_line_reader(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str
     threading.Thread(target=read, name="wld-chat-stdin", daemon=True).start()
 
 
-async def run_chat(host: SessionHost, session_id: str | None = None, cwd: str | None = None) -> int:
-    """Chat until end of input or /quit; Ctrl-C cancels the running turn and the chat goes on."""
-    loop = asyncio.get_running_loop()
-    lines: asyncio.Queue[str | None] = asyncio.Queue()
-    client = ConsoleClient(lines)
-    async with in_memory_agent(host) as transport:
-        conn = connect_to_agent(client, transport)
-        await conn.initialize(
-            protocol_version=PROTOCOL_VERSION,
-            client_capabilities=ClientCapabilities(),
-            client_info=Implementation(name="wld-chat", version="1"),
-        )
-        project = os.path.abspath(cwd or os.getcwd())
-        try:
-            if session_id:
-                await conn.load_session(cwd=project, session_id=session_id, mcp_servers=[])
-            else:
-                session_id = (await conn.new_session(cwd=project, mcp_servers=[])).session_id
-        except RequestError as exc:
-            print(f"wld chat: {exc} ({(exc.data or {}).get('sessionId', '')})", file=sys.stderr)
-            return 1
-        client.newline()
-        client.write(f"Session {session_id} · Ctrl-C cancels a turn · /quit or Ctrl-D leaves\n")
-        _start_line_reader(loop, lines)
-        while True:
-            client.write("you> ")
-            line = await lines.get()
-            if line is None or line.strip() in EXIT_WORDS:
-                client.newline()
-                return 0
-            if not line.strip():
-                continue
-            await _turn(conn, session_id, line.rstrip("\n"), client, loop)
-
-
-async def _turn(conn: Any, session_id: str, text: str, client: ConsoleClient, loop: asyncio.AbstractEventLoop) -> None:
-    cancel = lambda: asyncio.ensure_future(conn.cancel(session_id=session_id))  # noqa: E731
-    loop.add_signal_handler(signal.SIGINT, cancel)
+async def run_chat(host: Any, session_id: str | None = None, cwd: str | None = None) -> int:
+    """``wld chat``: the console channel on a Bridge whose only agent is ``host``, the in-process Session Host."""
+    channel = ConsoleChannel(ConsoleSettings(cwd=cwd), session_id)
+    bridge = Bridge({BUILTIN_AGENT: InProcessAgent(host)}, MemoryBindings())
     try:
-        response = await conn.prompt(session_id=session_id, prompt=[text_block(text)])
-        client.newline()
-        if response.stop_reason != "end_turn":
-            client.write(f"  [{response.stop_reason}]\n")
-    except RequestError as exc:
-        client.newline()
-        details = (exc.data or {}).get("details") if isinstance(exc.data, dict) else None
-        client.write(f"  [error: {exc}{': ' + str(details) if details else ''}]\n")
+        await channel.run(bridge.add_channel(channel))
+        return 0
+    except BridgeError as exc:
+        print(f"wld chat: {exc}", file=sys.stderr)
+        return 1
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
+        await bridge.close()
+        await channel.close()
+
+
+@hookimpl
+def register_channels(register: Any) -> None:
+    """Register the terminal channel."""
+
+    def build(section: dict[str, Any], context: ChannelContext) -> ConsoleChannel:
+        return ConsoleChannel(parse_section(ConsoleSettings, section, "channels.console"))
+
+    register("console", build)

@@ -1,0 +1,142 @@
+"""The ACP client side of the Bridge: one SDK ``ClientSideConnection`` per agent, in-process or by command.
+
+Thin extensions over the official SDK: the capabilities the Bridge advertises, a raw route for
+``elicitation/create`` (so a malformed request can be explained and declined instead of bounced),
+and a record of which session each outgoing request belongs to (for request-scoped elicitations).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol
+
+from acp import connect_to_agent, spawn_agent_process
+from acp.client.connection import ClientSideConnection
+from acp.connection import StreamDirection, StreamEvent
+from acp.meta import CLIENT_METHODS
+from acp.router import MessageRouter, Route
+from acp.schema import (
+    ClientCapabilities,
+    ElicitationCapabilities,
+    ElicitationFormCapabilities,
+    ElicitationUrlCapabilities,
+)
+
+from ..config import AgentConfig
+from ..core.sessions import SessionHost
+from .serve import in_memory_agent
+from .transport import STREAM_LIMIT
+
+log = logging.getLogger(__name__)
+
+CLIENT_CAPABILITIES = ClientCapabilities(
+    elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities(), url=ElicitationUrlCapabilities())
+)
+STDERR_LINES_KEPT = 5
+
+Connected = tuple[ClientSideConnection, Awaitable[str]]
+"""A live connection, and an awaitable that completes (with the reason) when the agent goes away."""
+
+
+class AgentEndpoint(Protocol):
+    """Where an agent lives and how to reach it."""
+
+    description: str
+
+    def open(self, client: Any, observers: list[Callable[[StreamEvent], None]]) -> contextlib.AbstractAsyncContextManager[Connected]: ...
+
+
+class InProcessAgent:
+    """The built-in Session Host on an in-memory ACP pipe: the same protocol an IDE speaks, no process."""
+
+    description = "built-in Session Host (in process)"
+
+    def __init__(self, host: SessionHost) -> None:
+        self.host = host
+
+    @contextlib.asynccontextmanager
+    async def open(self, client: Any, observers: list[Callable[[StreamEvent], None]]) -> AsyncIterator[Connected]:
+        async with in_memory_agent(self.host) as transport:
+            conn = connect_to_agent(client, transport, use_unstable_protocol=True, observers=observers)
+            forever: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+            try:
+                yield conn, forever
+            finally:
+                forever.cancel()
+                await conn.close()
+
+
+class CommandAgent:
+    """An ACP agent started by ``[agents.NAME] command``, spoken to over its stdin and stdout."""
+
+    def __init__(self, config: AgentConfig) -> None:
+        self.config = config
+        self.description = " ".join(config.command)
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_LINES_KEPT)
+
+    @contextlib.asynccontextmanager
+    async def open(self, client: Any, observers: list[Callable[[StreamEvent], None]]) -> AsyncIterator[Connected]:
+        command, *args = self.config.command
+        async with spawn_agent_process(
+            client,
+            command,
+            *args,
+            env=self.config.env,
+            cwd=self.config.cwd,
+            transport_kwargs={"limit": STREAM_LIMIT},
+            use_unstable_protocol=True,
+            observers=observers,
+        ) as (conn, process):
+            drain = asyncio.create_task(self._drain_stderr(process.stderr), name=f"stderr:{command}")
+            try:
+                yield conn, self._exited(process)
+            finally:
+                drain.cancel()
+                await asyncio.gather(drain, return_exceptions=True)
+
+    async def _exited(self, process: asyncio.subprocess.Process) -> str:
+        code = await process.wait()
+        how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+        last = f"; it last said: {self.stderr_tail[-1]}" if self.stderr_tail else ""
+        return f"the agent process ended ({how}){last}"
+
+    async def _drain_stderr(self, stream: asyncio.StreamReader | None) -> None:
+        """Keep the agent's stderr flowing (a full pipe would stall it) and remember its last lines."""
+        if stream is None:
+            return
+        while line := await stream.readline():
+            text = line.decode(errors="replace").rstrip()
+            if text:
+                self.stderr_tail.append(text)
+                log.info("agent %s: %s", self.description, text)
+
+
+class SessionOfRequest:
+    """A stream observer that remembers which session each outgoing request is about."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[Any, str] = {}
+
+    def __call__(self, event: StreamEvent) -> None:
+        message = event.message
+        if event.direction is StreamDirection.OUTGOING and "method" in message and "id" in message:
+            session_id = (message.get("params") or {}).get("sessionId")
+            if isinstance(session_id, str):
+                self._sessions[message["id"]] = session_id
+        elif event.direction is StreamDirection.INCOMING and "method" not in message:
+            self._sessions.pop(message.get("id"), None)
+
+    def session_of(self, request_id: Any) -> str | None:
+        return self._sessions.get(request_id)
+
+
+def route_elicitations(conn: ClientSideConnection, handler: Callable[[Any], Awaitable[dict[str, Any]]]) -> None:
+    """Answer ``elicitation/create`` from its raw params instead of the SDK's validating route."""
+    router = getattr(getattr(conn, "_conn", None), "_handler", None)
+    if not isinstance(router, MessageRouter):  # pinned SDK 0.12.1 keeps its router here
+        raise RuntimeError("the ACP SDK's client connection changed; cannot route elicitation/create")
+    router.add_route(Route(method=CLIENT_METHODS["elicitation_create"], func=handler, kind="request"))

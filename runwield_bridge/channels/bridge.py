@@ -1,0 +1,539 @@
+"""The Bridge: conversations bound to ACP sessions on configured agents, and everything said in between.
+
+Channels hand it messages and button presses; it checks the allowlist, handles bridge commands,
+lets an open question claim the next message, and otherwise prompts the conversation's session
+over the agent's one shared ACP connection. Agent output, permission requests and questions come
+back by session id and are rendered by the conversation's channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp import RequestError, image_block, text_block
+from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
+
+from ..acp.client import AgentEndpoint
+from ..config import ConfigError
+from .agents import AgentLink, AgentUnavailable
+from .allowlist import Allowlist, NoticeThrottle, stranger_notice
+from .background import Background
+from .bindings import BindingStore
+from .commands import BRIDGE_COMMANDS, Command, parse_command
+from .contract import ButtonPress, Channel, Conversation, IncomingMessage, MenuCommand, ReplyView
+from .delivery import deliver
+from .interactions import Interactions, Outcome, Question
+from .questions import Unsupported, parse_request, run_form, run_url
+from .sender import sender_context, wants_sender_context
+from .settings import BindingRoute
+from .supervisor import Backoff
+
+log = logging.getLogger(__name__)
+BUILTIN_AGENT = "runwield"
+CANCELLED = RequestPermissionResponse.model_validate({"outcome": {"outcome": "cancelled"}})
+
+
+class BridgeError(Exception):
+    """What a person asked for cannot be done; the message says why, in words for the chat."""
+
+
+@dataclass
+class Replay:
+    """History an agent replays on ``session/load``: shown in full, or counted for a summary."""
+
+    view: ReplyView | None = None
+    user_messages: int = 0
+    agent_messages: int = 0
+    last_reply: str = ""
+    _last_kind: str = ""
+
+    def add(self, update: Any) -> None:
+        if self.view is not None:
+            self.view.update(update)
+        kind = getattr(update, "session_update", "")
+        text = getattr(getattr(update, "content", None), "text", "")
+        if kind == "user_message_chunk" and self._last_kind != kind:
+            self.user_messages += 1
+        elif kind == "agent_message_chunk":
+            if self._last_kind != kind:
+                self.agent_messages += 1
+                self.last_reply = ""
+            self.last_reply += text
+        self._last_kind = kind
+
+    def summary(self, session_id: str, agent: str) -> str:
+        count = self.user_messages + self.agent_messages
+        text = f"↩️ Resumed session {session_id} on {agent} ({count} earlier message{'s' if count != 1 else ''})."
+        if self.last_reply.strip():
+            text += f"\nLast reply: {_excerpt(self.last_reply.strip(), 300)}"
+        return text
+
+
+@dataclass(eq=False)
+class ConversationState:
+    """What the Bridge knows about one conversation while it runs."""
+
+    conversation: Conversation
+    channel: Channel
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    restored: bool = False
+    agent: str | None = None
+    session_id: str | None = None
+    cwd: str | None = None
+    model: str | None = None
+    turn: asyncio.Task[None] | None = None
+    view: ReplyView | None = None
+    replay: Replay | None = None
+    agent_commands: tuple[MenuCommand, ...] = ()
+    menu: tuple[MenuCommand, ...] = ()
+
+    @property
+    def running(self) -> bool:
+        return self.turn is not None and not self.turn.done()
+
+
+class ChannelInbox:
+    """The Bridge as one channel sees it (the ``Inbox`` of the channel contract)."""
+
+    def __init__(self, bridge: Bridge, channel: Channel) -> None:
+        self.bridge = bridge
+        self.channel = channel
+
+    async def receive_message(self, message: IncomingMessage) -> asyncio.Task[None] | None:
+        return await self.bridge.receive_message(self.channel, message)
+
+    async def receive_press(self, press: ButtonPress) -> str:
+        return self.bridge.receive_press(self.channel, press)
+
+    async def new_session(self, conversation: Conversation, agent: str | None = None, cwd: str | None = None) -> str:
+        state = await self.bridge.open_state(self.channel, conversation)
+        async with state.lock:
+            return await self.bridge.new_session(state, agent, cwd)
+
+    async def resume(self, conversation: Conversation, session_id: str) -> str:
+        state = await self.bridge.open_state(self.channel, conversation)
+        async with state.lock:
+            return (await self.bridge.resume(state, session_id))[0]
+
+    async def cancel(self, conversation: Conversation) -> bool:
+        return await self.bridge.cancel(await self.bridge.open_state(self.channel, conversation))
+
+    def awaiting_answer(self, conversation: Conversation) -> bool:
+        return self.bridge.interactions.has_open(conversation)
+
+
+class Bridge:
+    """Binds conversations to sessions; one AgentLink (one ACP connection) per configured agent."""
+
+    def __init__(
+        self,
+        agents: dict[str, AgentEndpoint],
+        bindings: BindingStore,
+        routes: Sequence[BindingRoute] = (),
+        *,
+        start_timeout: float = 30.0,
+        backoff: Backoff = Backoff(),
+    ) -> None:
+        self.links = {name: AgentLink(name, endpoint, self, start_timeout=start_timeout, backoff=backoff) for name, endpoint in agents.items()}
+        self.bindings = bindings
+        self.routes = list(routes)
+        self.interactions = Interactions()
+        self.background = Background("bridge")
+        self._states: dict[str, ConversationState] = {}
+        self._by_session: dict[tuple[str, str], ConversationState] = {}
+        self._allowlists: dict[str, Allowlist] = {}
+        self._notices: dict[str, NoticeThrottle] = {}
+        for i, route in enumerate(self.routes):
+            if route.agent is not None:
+                self._check_agent(route.agent, f"bindings[{i}].agent")
+
+    def add_channel(self, channel: Channel) -> ChannelInbox:
+        """Register a channel; returns the inbox its listener hands updates to."""
+        settings = channel.settings
+        self._check_agent(settings.agent, f"channels.{channel.name}.agent")
+        self._allowlists[channel.name] = Allowlist(settings.allowed_users, settings.allowed_chats)
+        self._notices[channel.name] = NoticeThrottle(settings.stranger_notice_interval)
+        return ChannelInbox(self, channel)
+
+    async def close(self, grace: float = 5.0) -> None:
+        """Cancel running turns (waiting ``grace`` seconds for them to settle), then stop the agents."""
+        turns = [state.turn for state in self._states.values() if state.running and state.turn is not None]
+        for state in list(self._states.values()):
+            if state.running:
+                await self.cancel(state)
+        if turns:
+            await asyncio.wait(turns, timeout=grace)
+        for turn in turns:
+            turn.cancel()
+        await asyncio.gather(*turns, return_exceptions=True)
+        await self.background.close()
+        for link in self.links.values():
+            await link.stop()
+
+    # -- from channels -------------------------------------------------------
+
+    async def receive_message(self, channel: Channel, message: IncomingMessage) -> asyncio.Task[None] | None:
+        """Handle one message. A conversation's messages are handled one at a time, in the order they came."""
+        conversation, sender = message.conversation, message.sender
+        if not message.text.strip() and not message.images:
+            return None
+        if not self._allowlists[channel.name].allows(sender, conversation):
+            if self._notices[channel.name].should_notify(sender.id):
+                await self._say(channel, conversation, stranger_notice(channel.name, sender, conversation))
+            return None
+        state = self._state(channel, conversation)
+        async with state.lock:  # the first await for an allowed message, so arrival order is kept
+            await self._restore(state)
+            if command := parse_command(message.text):
+                await self._command(state, command)
+                return None
+            if self.interactions.has_open(conversation):
+                if correction := self.interactions.offer_text(conversation, message.text, sender):
+                    await self._say(channel, conversation, correction)
+                return None
+            if state.running:
+                await self._say(channel, conversation, "⏳ The agent is still working on your last message. Wait for it, or send /cancel.")
+                return None
+            try:
+                link = await self._ready_session(state)
+                blocks = await self._prompt_blocks(state, link, message)
+            except BridgeError as exc:
+                await self._say(channel, conversation, str(exc))
+                return None
+            state.turn = asyncio.create_task(self._turn(state, link, blocks), name=f"turn:{conversation.key}")
+            return state.turn
+
+    def receive_press(self, channel: Channel, press: ButtonPress) -> str:
+        if not self._allowlists[channel.name].allows(press.sender, press.conversation):
+            return "Only people on this bot's allowlist can answer."
+        return self.interactions.press(press.data, press.sender)
+
+    async def open_state(self, channel: Channel, conversation: Conversation) -> ConversationState:
+        """The conversation's state with its stored binding read (for channels' direct calls)."""
+        state = self._state(channel, conversation)
+        await self._restore(state)
+        return state
+
+    def _state(self, channel: Channel, conversation: Conversation) -> ConversationState:
+        state = self._states.get(conversation.key)
+        if state is None:
+            state = self._states[conversation.key] = ConversationState(conversation, channel)
+        return state
+
+    async def _restore(self, state: ConversationState) -> None:
+        """Read the conversation's stored binding, once."""
+        if not state.restored:
+            if binding := await self.bindings.get_binding(state.conversation.key):
+                self._bind(state, binding.agent, binding.acp_session_id, binding.cwd)
+            state.restored = True
+
+    # -- sessions ------------------------------------------------------------
+
+    async def new_session(self, state: ConversationState, agent: str | None = None, cwd: str | None = None) -> str:
+        route = self._route(state.conversation)
+        name = agent or (route.agent if route and route.agent else None) or state.channel.settings.agent
+        if name not in self.links:
+            raise BridgeError(f"There is no agent named {name!r}. Configured agents: {', '.join(sorted(self.links))}.")
+        link = self.links[name]
+        workdir = _absolute(cwd or (route.cwd if route else None) or state.channel.settings.cwd or os.getcwd())
+        conn = await self._connection(link)
+        try:
+            response = await conn.new_session(cwd=workdir, mcp_servers=[])
+        except RequestError as exc:
+            raise BridgeError(f"Agent {name} could not start a session: {describe_error(exc)}") from None
+        link.loaded.add(response.session_id)
+        state.model = _model(response.config_options)
+        await self._persist(state, name, response.session_id, workdir)
+        return response.session_id
+
+    async def resume(self, state: ConversationState, session_id: str) -> tuple[str, Replay]:
+        """Bind the conversation to an existing session through ``session/load``; an unknown id changes nothing."""
+        name = state.agent or state.channel.settings.agent
+        link = self.links.get(name)
+        if link is None:
+            raise BridgeError(f"Agent {name} is no longer configured; send /new to start over.")
+        workdir = state.cwd or _absolute(state.channel.settings.cwd or os.getcwd())
+        view = state.channel.open_reply(state.conversation) if state.channel.capabilities.full_history else None
+        replay = await self._load(state, link, session_id, workdir, Replay(view))
+        if view is not None:
+            await view.finish()
+        await self._persist(state, name, session_id, workdir)
+        return session_id, replay
+
+    async def cancel(self, state: ConversationState) -> bool:
+        """Cancel open questions and the running turn (``session/cancel``); True if a turn was running."""
+        self.interactions.cancel(state.conversation)
+        if not state.running:
+            return False
+        link = self.links.get(state.agent or "")
+        if link is not None and link.conn is not None and state.session_id is not None:
+            try:
+                await link.conn.cancel(session_id=state.session_id)
+            except ConnectionError:
+                pass
+        return True
+
+    async def _ready_session(self, state: ConversationState) -> AgentLink:
+        """The link of the conversation's session, opening (new) or reopening (load) it as needed."""
+        if state.session_id is None:
+            await self.new_session(state)
+        assert state.agent is not None and state.session_id is not None
+        link = self.links.get(state.agent)
+        if link is None:
+            raise BridgeError(f"This conversation is bound to agent {state.agent}, which is no longer configured. Send /new to start a new session.")
+        await self._connection(link)
+        if state.session_id not in link.loaded:
+            await self._load(state, link, state.session_id, state.cwd or _absolute(os.getcwd()), Replay())
+        return link
+
+    async def _load(self, state: ConversationState, link: AgentLink, session_id: str, cwd: str, replay: Replay) -> Replay:
+        if not link.can_load:
+            raise BridgeError(
+                f"Agent {link.name} cannot reopen sessions (it does not offer session/load), so session "
+                f"{session_id} cannot be continued here. Nothing was sent. Send /new to start a new session."
+            )
+        conn = await self._connection(link)
+        key = (link.name, session_id)
+        previous = self._by_session.get(key)
+        self._by_session[key] = state
+        state.replay = replay
+        try:
+            response = await conn.load_session(cwd=cwd, session_id=session_id, mcp_servers=[])
+        except (RequestError, ConnectionError) as exc:
+            if previous is not None:
+                self._by_session[key] = previous
+            elif (state.agent, state.session_id) != key:
+                self._by_session.pop(key, None)
+            raise BridgeError(
+                f"Agent {link.name} could not reopen session {session_id}: {describe_error(exc)}. Nothing was sent "
+                "and no new session was started. Send /new for a new session, or /resume SESSION_ID for another."
+            ) from None
+        finally:
+            state.replay = None
+        link.loaded.add(session_id)
+        state.model = _model(response.config_options if response else None) or state.model
+        return replay
+
+    async def _connection(self, link: AgentLink) -> Any:
+        try:
+            return await link.connection()
+        except AgentUnavailable as exc:
+            raise BridgeError(f"{exc} Nothing was sent.") from None
+
+    async def _persist(self, state: ConversationState, agent: str, session_id: str, cwd: str) -> None:
+        await self.bindings.set_binding(state.conversation.key, agent, session_id, cwd)
+        self._bind(state, agent, session_id, cwd)
+
+    def _bind(self, state: ConversationState, agent: str, session_id: str, cwd: str | None) -> None:
+        if state.agent is not None and state.session_id is not None:
+            self._by_session.pop((state.agent, state.session_id), None)
+        state.agent, state.session_id, state.cwd = agent, session_id, cwd
+        self._by_session[(agent, session_id)] = state
+
+    def _route(self, conversation: Conversation) -> BindingRoute | None:
+        return next((r for r in self.routes if r.matches(conversation.channel, conversation.chat, conversation.thread)), None)
+
+    def _check_agent(self, name: str, where: str) -> None:
+        if name not in self.links:
+            raise ConfigError(f"{where}: no agent named {name!r} (configured: {', '.join(sorted(self.links))})")
+
+    # -- turns ---------------------------------------------------------------
+
+    async def _prompt_blocks(self, state: ConversationState, link: AgentLink, message: IncomingMessage) -> list[Any]:
+        blocks: list[Any] = []
+        if wants_sender_context(state.channel.settings.sender_context, message):
+            blocks.append(text_block(sender_context(message)))
+        if message.text.strip():
+            blocks.append(text_block(message.text))
+        if message.images:
+            if not link.takes_images:
+                raise BridgeError(f"Agent {link.name} does not accept images, so this message was not sent. Describe it in text instead.")
+            for image in message.images:
+                blocks.append(image_block(base64.b64encode(await image.fetch()).decode("ascii"), image.mime_type))
+        return blocks
+
+    async def _turn(self, state: ConversationState, link: AgentLink, blocks: list[Any]) -> None:
+        conversation, channel = state.conversation, state.channel
+        view = state.view = channel.open_reply(conversation)
+        down, conn = link.down, link.conn
+        stop_reason: str | None = None
+        error: str | None = None
+        try:
+            await _quietly(channel.typing(conversation))
+            assert conn is not None and state.session_id is not None
+            response = await conn.prompt(session_id=state.session_id, prompt=blocks)
+            stop_reason = response.stop_reason
+        except RequestError as exc:
+            error = describe_error(exc)
+        except ConnectionError:
+            reason = await _reason(down)
+            error = (
+                f"Agent {link.name} stopped during this turn ({reason}). The rest of this reply was lost. "
+                "The agent is being restarted; your next message continues this session if it can be reopened."
+            )
+        except asyncio.CancelledError:
+            error = "The bridge stopped during this turn."
+            raise
+        finally:
+            self.interactions.cancel(conversation)
+            state.view = None
+            await asyncio.shield(view.finish(stop_reason, error))
+
+    # -- from agents (the ACP client side) -------------------------------------
+
+    def on_update(self, agent: str, session_id: str, update: Any) -> None:
+        state = self._by_session.get((agent, session_id))
+        if state is None:
+            return
+        if state.replay is not None:
+            state.replay.add(update)
+            return
+        kind = getattr(update, "session_update", None)
+        if kind == "available_commands_update":
+            state.agent_commands = tuple(MenuCommand(c.name, c.description) for c in update.available_commands)
+            self.background.spawn(self._refresh_menu(state), f"menu:{state.conversation.key}")
+        elif kind == "config_option_update":
+            state.model = _model(update.config_options) or state.model
+        elif state.view is not None:
+            state.view.update(update)
+
+    async def on_permission(self, agent: str, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption]) -> RequestPermissionResponse:
+        """Ask an allowed person; a timeout, /cancel or the end of the turn answers ``cancelled``. Never approves by default."""
+        state = self._by_session.get((agent, session_id))
+        if state is None or not options:
+            return CANCELLED
+        title = tool_call.title or tool_call.tool_call_id
+        question = Question(
+            f"🔐 Permission needed: {title}\nKind: {tool_call.kind or 'other'}",
+            options=[option.name for option in options],
+            typed_with_buttons=False,
+            expired_text="⌛ No answer in time; not approved.",
+            cancelled_text="⏹ Cancelled; not approved.",
+        )
+        answer = await self.interactions.ask(state.channel, state.conversation, question, state.channel.settings.permission_timeout)
+        if answer.outcome is not Outcome.ANSWERED:
+            return CANCELLED
+        chosen = options[answer.value].option_id
+        return RequestPermissionResponse.model_validate({"outcome": {"outcome": "selected", "optionId": chosen}})
+
+    async def on_elicitation(self, agent: str, session_id: str | None, params: Any) -> dict[str, Any]:
+        """A form or URL question for the conversation of ``session_id``; unsupported ones are explained and declined."""
+        state = self._by_session.get((agent, session_id)) if session_id else None
+        if state is None:
+            log.warning("agent %s asked a question for unknown session %s; declined", agent, session_id)
+            return {"action": "decline"}
+        timeout = state.channel.settings.question_timeout
+
+        async def ask(question: Question, seconds: float) -> Any:
+            return await self.interactions.ask(state.channel, state.conversation, question, seconds)
+
+        try:
+            request = parse_request(params)
+            if request.mode == "url":
+                return await run_url(request.message, str(params["url"]), ask, timeout)
+            return await run_form(request.message, request.requested_schema, ask, timeout)
+        except Unsupported as exc:
+            await self._say(state.channel, state.conversation, f"❓ Agent {agent} asked a question this bridge cannot show: {exc}. It was declined.")
+            return {"action": "decline"}
+
+    # -- commands ------------------------------------------------------------
+
+    async def _command(self, state: ConversationState, command: Command) -> None:
+        channel, conversation = state.channel, state.conversation
+        if command.name == "cancel":
+            if not await self.cancel(state):
+                await self._say(channel, conversation, "Nothing is running.")
+            return
+        if command.name == "status":
+            await self._say(channel, conversation, self._status(state))
+            return
+        if state.running:
+            await self._say(channel, conversation, f"A turn is running; send /cancel before /{command.name}.")
+            return
+        try:
+            if command.name == "new":
+                session_id = await self.new_session(state, command.argument or None)
+                await self._say(channel, conversation, f"🆕 New session {session_id} on {state.agent}.")
+            elif not command.argument:
+                await self._say(channel, conversation, "Usage: /resume SESSION_ID")
+            else:
+                session_id, replay = await self.resume(state, command.argument)
+                if not channel.capabilities.full_history:
+                    await self._say(channel, conversation, replay.summary(session_id, state.agent or ""))
+        except BridgeError as exc:
+            await self._say(channel, conversation, str(exc))
+
+    def _status(self, state: ConversationState) -> str:
+        name = state.agent or state.channel.settings.agent
+        link = self.links.get(name)
+        if state.running:
+            activity = "waiting for your answer" if self.interactions.has_open(state.conversation) else "working on a turn"
+        else:
+            activity = "idle"
+        return "\n".join(
+            [
+                f"Agent: {name} ({link.status if link else 'not configured'})",
+                f"Session: {state.session_id or 'none yet (your first message starts one)'}",
+                f"Model: {state.model or 'unknown'}",
+                f"State: {activity}",
+            ]
+        )
+
+    async def _refresh_menu(self, state: ConversationState) -> None:
+        if not state.channel.capabilities.command_menu:
+            return
+        names = {command.name for command in BRIDGE_COMMANDS}
+        menu = BRIDGE_COMMANDS + tuple(c for c in state.agent_commands if c.name not in names)
+        if menu != state.menu:
+            state.menu = menu
+            await state.channel.set_commands(state.conversation, menu)
+
+    async def _say(self, channel: Channel, conversation: Conversation, text: str) -> None:
+        try:
+            await deliver(channel, conversation, text)
+        except Exception as exc:
+            log.warning("could not tell %s: %s (%s)", conversation.key, text, exc)
+
+
+def describe_error(exc: BaseException) -> str:
+    """An ACP error as a person reads it: the message, and details the agent gave."""
+    data = getattr(exc, "data", None)
+    details = data.get("details") if isinstance(data, dict) else None
+    return f"{exc}: {details}" if details else str(exc) or type(exc).__name__
+
+
+def _model(options: Any) -> str | None:
+    for option in options or ():
+        if getattr(option, "category", None) == "model":
+            return getattr(option, "current_value", None)
+    return None
+
+
+def _absolute(path: str) -> str:
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def _excerpt(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+async def _reason(down: asyncio.Future[str] | None) -> str:
+    if down is None:
+        return "the connection closed"
+    try:
+        return await asyncio.wait_for(asyncio.shield(down), 2.0)
+    except TimeoutError:
+        return "the connection closed"
+
+
+async def _quietly(step: Any) -> None:
+    try:
+        await step
+    except Exception as exc:
+        log.debug("typing indicator failed: %s", exc)

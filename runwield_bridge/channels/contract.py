@@ -1,0 +1,192 @@
+"""The channel plugin contract: what a channel hands the Bridge, and what the Bridge asks of a channel.
+
+A channel turns platform updates into ``IncomingMessage`` and ``ButtonPress`` events for its
+``Inbox``, and renders the Bridge's output within its ``Capabilities``. It speaks ACP only through
+the Bridge; it never touches an agent or the Session Host itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ..web.server import WebServer
+    from .settings import ChannelSettings
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a platform can render; the Bridge shapes its output to fit."""
+
+    max_message_length: int
+    edits: bool = True
+    buttons: bool = True
+    url_buttons: bool = False
+    threads: bool = False
+    command_menu: bool = False
+    full_history: bool = False
+    """Show a resumed session's history in full (a terminal) rather than as a one-message summary."""
+    utf16: bool = False
+    """Message length is counted in UTF-16 code units (Telegram), not characters."""
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """A place people talk to an agent: a chat, or a thread (topic) inside one."""
+
+    channel: str
+    chat: str
+    thread: str | None = None
+    group: bool = False
+
+    @property
+    def key(self) -> str:
+        """The stable id a binding is stored under, e.g. ``telegram:-1001:42``."""
+        return ":".join(part for part in (self.channel, self.chat, self.thread) if part is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class Sender:
+    """Who sent an update, in the platform's own ids."""
+
+    id: str
+    name: str
+    display_name: str = ""
+    is_bot: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """An image sent with a message; fetched only if the agent accepts images."""
+
+    mime_type: str
+    fetch: Callable[[], Awaitable[bytes]]
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingMessage:
+    """A person's message (commands included) in a conversation."""
+
+    conversation: Conversation
+    sender: Sender
+    text: str
+    images: tuple[Attachment, ...] = ()
+    message_id: str | None = None
+    sent_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ButtonPress:
+    """A press on a button the Bridge sent; ``data`` is the button's ``data``."""
+
+    conversation: Conversation
+    sender: Sender
+    data: str
+
+
+@dataclass(frozen=True, slots=True)
+class Button:
+    """A button under a message: an answer (``data``) or a link (``url``)."""
+
+    label: str
+    data: str | None = None
+    url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRef:
+    """A message the channel sent, so it can be edited."""
+
+    conversation: Conversation
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class MenuCommand:
+    """An entry of a platform's command menu."""
+
+    name: str
+    description: str
+
+
+class RateLimited(Exception):
+    """The platform refused a send or edit for now; try again after ``retry_after`` seconds."""
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"rate limited; retry after {retry_after:g}s")
+        self.retry_after = retry_after
+
+
+class ReplyView(Protocol):
+    """How one turn's ``session/update`` stream is shown in a conversation."""
+
+    def update(self, update: Any) -> None:
+        """Take one ACP session update; must not block (rendering happens in the background)."""
+
+    async def finish(self, stop_reason: str | None = None, error: str | None = None) -> None:
+        """Show the end of the turn (stop reason or error) and return once everything is delivered."""
+
+
+class Inbox(Protocol):
+    """The Bridge as one channel sees it."""
+
+    async def receive_message(self, message: IncomingMessage) -> asyncio.Task[None] | None:
+        """Handle a message; returns the turn it started, if any, without waiting for it."""
+
+    async def receive_press(self, press: ButtonPress) -> str:
+        """Handle a button press; returns a short notice for the person who pressed."""
+
+    async def new_session(self, conversation: Conversation, agent: str | None = None, cwd: str | None = None) -> str:
+        """Bind the conversation to a new session; returns its id (raises BridgeError)."""
+
+    async def resume(self, conversation: Conversation, session_id: str) -> str:
+        """Bind the conversation to an existing session through ``session/load`` (raises BridgeError)."""
+
+    async def cancel(self, conversation: Conversation) -> bool:
+        """Cancel the running turn, if any; True if there was one."""
+
+    def awaiting_answer(self, conversation: Conversation) -> bool:
+        """Whether a question or permission request waits for a typed answer here."""
+
+
+class Channel(Protocol):
+    """A chat platform. Holds its platform client; is not one."""
+
+    name: str
+    capabilities: Capabilities
+    settings: ChannelSettings
+
+    async def run(self, inbox: Inbox) -> None:
+        """Listen for updates until cancelled (raise to be restarted by the supervisor)."""
+
+    async def send(self, conversation: Conversation, text: str, buttons: Sequence[Button] = ()) -> MessageRef:
+        """Send a message (raises RateLimited)."""
+
+    async def edit(self, message: MessageRef, text: str, buttons: Sequence[Button] = ()) -> None:
+        """Replace a sent message's text and buttons (raises RateLimited)."""
+
+    async def typing(self, conversation: Conversation) -> None:
+        """Show that the agent is working (thinking) for a few seconds."""
+
+    async def set_commands(self, conversation: Conversation, commands: Sequence[MenuCommand]) -> None:
+        """Offer these commands in the platform's command menu for this conversation."""
+
+    def open_reply(self, conversation: Conversation) -> ReplyView:
+        """A view for one turn's streamed reply."""
+
+    async def close(self) -> None:
+        """Release the platform client."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelContext:
+    """What a channel factory gets besides its config section: the shared web server for webhooks."""
+
+    web: WebServer
+
+
+ChannelFactory = Callable[[dict[str, Any], ChannelContext], Channel]

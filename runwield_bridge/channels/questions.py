@@ -1,0 +1,263 @@
+"""``elicitation/create`` in chat: forms as buttons or numbered prompts, URLs shown but never fetched.
+
+A single choice of two to four options becomes buttons; any other form is asked one field at a
+time as a numbered text prompt, each field taking the next message. A URL request shows the
+literal URL with Continue and Decline. Anything malformed or unsupported is explained and declined.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+from acp.schema import (
+    CreateFormRequestElicitationRequest,
+    CreateFormSessionElicitationRequest,
+    CreateUrlRequestElicitationRequest,
+    CreateUrlSessionElicitationRequest,
+    ElicitationBooleanPropertySchema,
+    ElicitationIntegerPropertySchema,
+    ElicitationMultiSelectPropertySchema,
+    ElicitationNumberPropertySchema,
+    ElicitationSchema,
+    ElicitationStringPropertySchema,
+    StringMultiSelectItems,
+    TitledMultiSelectItems,
+)
+from pydantic import TypeAdapter, ValidationError
+
+from .interactions import Answer, InvalidAnswer, Outcome, Question
+
+Kind = Literal["text", "number", "integer", "boolean", "choice", "multi"]
+Ask = Callable[[Question, float], Awaitable[Answer]]
+SKIP = "-"
+MAX_BUTTONS = 4
+
+_REQUEST = TypeAdapter(
+    CreateFormSessionElicitationRequest
+    | CreateFormRequestElicitationRequest
+    | CreateUrlSessionElicitationRequest
+    | CreateUrlRequestElicitationRequest
+)
+
+
+class Unsupported(ValueError):
+    """An elicitation this bridge cannot put to a person; the message says why."""
+
+
+@dataclass(frozen=True)
+class Field:
+    """One form field, reduced to what a chat prompt needs."""
+
+    name: str
+    title: str
+    kind: Kind
+    required: bool
+    description: str = ""
+    choices: tuple[tuple[Any, str], ...] = ()  # (value, label)
+    rules: Any = None  # the property schema, for bounds, lengths, patterns and formats
+
+
+def parse_request(params: Any) -> Any:
+    """The typed request for form or URL mode; raises Unsupported for anything else or anything malformed."""
+    mode = params.get("mode") if isinstance(params, dict) else None
+    if mode not in ("form", "url"):
+        raise Unsupported(f"it uses elicitation mode {mode!r}, and this bridge supports only form and url")
+    try:
+        return _REQUEST.validate_python(params)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'][1:])) or 'request'}: {e['msg']}" for e in exc.errors()[:3])
+        raise Unsupported(f"the request is malformed ({problems})") from None
+
+
+def form_fields(schema: ElicitationSchema) -> list[Field]:
+    """The fields of a form schema, in order; raises Unsupported for what a chat cannot ask."""
+    if schema.type not in (None, "object"):
+        raise Unsupported(f"the form schema has type {schema.type!r}, not 'object'")
+    properties = schema.properties or {}
+    required = set(schema.required or ())
+    if unknown := required - set(properties):
+        raise Unsupported(f"required field(s) {', '.join(sorted(unknown))} are not defined")
+    return [_field(name, prop, name in required) for name, prop in properties.items()]
+
+
+def _field(name: str, prop: Any, required: bool) -> Field:
+    title = prop.title or name if hasattr(prop, "title") else name
+    description = getattr(prop, "description", None) or ""
+    base = {"name": name, "title": title, "required": required, "description": description, "rules": prop}
+    if isinstance(prop, ElicitationStringPropertySchema):
+        if prop.one_of:
+            return Field(kind="choice", choices=tuple((o.const, o.title) for o in prop.one_of), **base)
+        if prop.enum:
+            return Field(kind="choice", choices=tuple((v, v) for v in prop.enum), **base)
+        if prop.pattern is not None:
+            try:
+                re.compile(prop.pattern)
+            except re.error as exc:
+                raise Unsupported(f"field {name!r} has a pattern Python cannot use ({exc})") from None
+        return Field(kind="text", **base)
+    if isinstance(prop, ElicitationBooleanPropertySchema):
+        return Field(kind="boolean", choices=((True, "Yes"), (False, "No")), **base)
+    if isinstance(prop, ElicitationIntegerPropertySchema):
+        return Field(kind="integer", **base)
+    if isinstance(prop, ElicitationNumberPropertySchema):
+        return Field(kind="number", **base)
+    if isinstance(prop, ElicitationMultiSelectPropertySchema):
+        if isinstance(prop.items, TitledMultiSelectItems):
+            return Field(kind="multi", choices=tuple((o.const, o.title) for o in prop.items.any_of), **base)
+        if isinstance(prop.items, StringMultiSelectItems):
+            return Field(kind="multi", choices=tuple((v, v) for v in prop.items.enum), **base)
+    kind = getattr(prop, "type", None) or getattr(getattr(prop, "items", None), "type", "?")
+    raise Unsupported(f"field {name!r} is of a type this bridge cannot ask for ({kind!r})")
+
+
+def single_choice(fields: list[Field]) -> Field | None:
+    """The one field of a form that is a single choice of two to four options, else None."""
+    if len(fields) == 1 and fields[0].kind in ("choice", "boolean") and 2 <= len(fields[0].choices) <= MAX_BUTTONS:
+        return fields[0]
+    return None
+
+
+def parse_value(field: Field, text: str) -> Any:
+    """A typed answer as the field's value (SKIP for an optional field left empty); raises InvalidAnswer."""
+    answer = text.strip()
+    if answer == SKIP and not field.required:
+        return SKIP
+    if not answer:
+        raise InvalidAnswer("An empty answer does not count.")
+    if field.kind in ("choice", "boolean"):
+        return field.choices[_pick(field, answer)][0]
+    if field.kind == "multi":
+        return _multi(field, answer)
+    if field.kind in ("integer", "number"):
+        return _number(field, answer)
+    return _text(field, answer)
+
+
+def _pick(field: Field, answer: str) -> int:
+    labels = [label for _, label in field.choices]
+    if answer.isdigit() and 1 <= int(answer) <= len(labels):
+        return int(answer) - 1
+    for index, (value, label) in enumerate(field.choices):
+        if answer.casefold() in (label.casefold(), str(value).casefold()):
+            return index
+    if field.kind == "boolean" and answer.casefold() in ("y", "n", "true", "false"):
+        return 0 if answer.casefold() in ("y", "true") else 1
+    raise InvalidAnswer(f"Please reply with a number from 1 to {len(labels)}.")
+
+
+def _multi(field: Field, answer: str) -> list[Any]:
+    picks = [part for part in re.split(r"[,\s]+", answer) if part]
+    chosen: list[Any] = []
+    for part in picks:
+        value = field.choices[_pick(field, part)][0]
+        if value not in chosen:
+            chosen.append(value)
+    low, high = field.rules.min_items, field.rules.max_items
+    if low is not None and len(chosen) < low or high is not None and len(chosen) > high:
+        raise InvalidAnswer(f"Please pick between {low or 0} and {high or len(field.choices)} options, separated by commas.")
+    return chosen
+
+
+def _number(field: Field, answer: str) -> int | float:
+    try:
+        value: int | float = int(answer) if field.kind == "integer" else float(answer)
+    except ValueError:
+        raise InvalidAnswer(f"Please reply with {'a whole number' if field.kind == 'integer' else 'a number'}.") from None
+    low, high = field.rules.minimum, field.rules.maximum
+    if low is not None and value < low or high is not None and value > high:
+        raise InvalidAnswer(f"Please reply with a number from {low if low is not None else '-∞'} to {high if high is not None else '∞'}.")
+    return value
+
+
+def _text(field: Field, answer: str) -> str:
+    rules = field.rules
+    if rules.min_length is not None and len(answer) < rules.min_length:
+        raise InvalidAnswer(f"Please write at least {rules.min_length} characters.")
+    if rules.max_length is not None and len(answer) > rules.max_length:
+        raise InvalidAnswer(f"Please write at most {rules.max_length} characters.")
+    if rules.pattern is not None and not re.search(rules.pattern, answer):
+        raise InvalidAnswer(f"That does not match the expected form ({rules.pattern}).")
+    if rules.format and not _has_format(rules.format, answer):
+        raise InvalidAnswer(f"Please reply with a valid {rules.format}.")
+    return answer
+
+
+def _has_format(fmt: str, answer: str) -> bool:
+    try:
+        if fmt == "email":
+            return re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", answer) is not None
+        if fmt == "uri":
+            parsed = urlparse(answer)
+            return bool(parsed.scheme and (parsed.netloc or parsed.path))
+        if fmt == "date":
+            date.fromisoformat(answer)
+        elif fmt == "date-time":
+            datetime.fromisoformat(answer)
+    except ValueError:
+        return False
+    return True
+
+
+def field_question(message: str, field: Field, number: int, total: int) -> Question:
+    """The numbered text prompt for one field of a form."""
+    head = f"❓ {message}" if number == 1 else "❓"
+    optional = f" (optional; reply {SKIP} to skip)" if not field.required else ""
+    lines = [head, "", f"{number}/{total}. {field.title}{optional}"]
+    if field.description:
+        lines.append(field.description)
+    options = tuple(label for _, label in field.choices)
+    hint = {
+        "choice": "Reply with a number.",
+        "boolean": "Reply with a number.",
+        "multi": "Reply with the numbers of your choices, separated by commas.",
+    }.get(field.kind, "Reply with your answer.")
+    return Question(
+        "\n".join(lines),
+        options=options,
+        options_as_buttons=False,
+        parse=lambda text: parse_value(field, text),
+        decline="Decline",
+        hint=f"{hint} Send /cancel to stop.",
+    )
+
+
+async def run_form(message: str, schema: ElicitationSchema, ask: Ask, timeout: float) -> dict[str, Any]:
+    """Ask for a form and return the elicitation response (accept with content, decline, or cancel)."""
+    fields = form_fields(schema)
+    deadline = time.monotonic() + timeout
+    choice = single_choice(fields)
+    if choice is not None:
+        options = tuple(label for _, label in choice.choices)
+        text = f"❓ {message}" + (f"\n\n{choice.title}" if choice.title != choice.name else "")
+        answer = await ask(Question(text, options=options, decline="Decline"), timeout)
+        if answer.outcome is Outcome.ANSWERED:
+            return {"action": "accept", "content": {choice.name: choice.choices[answer.value][0]}}
+        return _unanswered(answer)
+    if not fields:
+        answer = await ask(Question(f"❓ {message}", options=("OK",), decline="Decline"), timeout)
+        return {"action": "accept", "content": {}} if answer.outcome is Outcome.ANSWERED else _unanswered(answer)
+    content: dict[str, Any] = {}
+    for number, field in enumerate(fields, 1):
+        answer = await ask(field_question(message, field, number, len(fields)), max(deadline - time.monotonic(), 0.001))
+        if answer.outcome is not Outcome.ANSWERED:
+            return _unanswered(answer)
+        if answer.value != SKIP:
+            content[field.name] = answer.value
+    return {"action": "accept", "content": content}
+
+
+async def run_url(message: str, url: str, ask: Ask, timeout: float) -> dict[str, Any]:
+    """Show the literal URL (never fetched here) and ask whether to continue."""
+    text = f"🔗 {message}\n\n{url}\n\nThe bridge has not opened this link. Continue once you have dealt with it."
+    answer = await ask(Question(text, options=("Continue",), decline="Decline"), timeout)
+    return {"action": "accept"} if answer.outcome is Outcome.ANSWERED else _unanswered(answer)
+
+
+def _unanswered(answer: Answer) -> dict[str, Any]:
+    return {"action": "decline" if answer.outcome is Outcome.DECLINED else "cancel"}

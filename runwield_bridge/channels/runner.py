@@ -1,0 +1,93 @@
+"""``wld bridge``: the configured channels, each under a supervisor, on one Bridge and one web server."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from functools import partial
+from typing import Any
+
+from ..acp.client import AgentEndpoint, CommandAgent, InProcessAgent
+from ..config import ConfigError, Settings
+from ..host import PluginHost
+from ..web.server import WebServer
+from .bindings import BindingStore
+from .bridge import BUILTIN_AGENT, Bridge
+from .contract import Channel, ChannelContext
+from .settings import parse_routes
+from .supervisor import Backoff, Supervisor
+
+
+def agent_endpoints(settings: Settings, session_host: Any) -> dict[str, AgentEndpoint]:
+    """``runwield`` (the in-process Session Host) and every ``[agents.NAME]``."""
+    endpoints: dict[str, AgentEndpoint] = {BUILTIN_AGENT: InProcessAgent(session_host)}
+    for name, config in settings.agents.items():
+        if name == BUILTIN_AGENT:
+            raise ConfigError(f"agents.{name}: this name is the built-in Session Host; choose another")
+        endpoints[name] = CommandAgent(config)
+    return endpoints
+
+
+def build_channels(settings: Settings, plugins: PluginHost, context: ChannelContext) -> list[Channel]:
+    """One channel per ``[channels.NAME]`` section, built by the plugin that registered NAME."""
+    factories = dict(plugins.collect("register_channels"))
+    channels = []
+    for name, section in settings.channels.items():
+        if name not in factories:
+            known = ", ".join(sorted(factories)) or "none"
+            raise ConfigError(f"channels.{name}: no plugin provides this channel (available: {known})")
+        channels.append(factories[name](section, context))
+    return channels
+
+
+class BridgeService:
+    """Everything ``wld bridge`` runs, started and stopped as one."""
+
+    def __init__(self, settings: Settings, plugins: PluginHost, bindings: BindingStore, session_host: Any, *, start_timeout: float = 30.0, backoff: Backoff = Backoff()) -> None:
+        self.web = WebServer(settings.web)
+        self.channels = build_channels(settings, plugins, ChannelContext(self.web))
+        self.bridge = Bridge(
+            agent_endpoints(settings, session_host), bindings, parse_routes(settings.bindings), start_timeout=start_timeout, backoff=backoff
+        )
+        self.supervisors: list[Supervisor] = []
+
+    async def start(self) -> None:
+        inboxes = [(channel, self.bridge.add_channel(channel)) for channel in self.channels]
+        if self.web.has_routes:
+            await self.web.start()
+        for channel, inbox in inboxes:
+            supervisor = Supervisor(f"channel {channel.name}", partial(channel.run, inbox))
+            supervisor.start()
+            self.supervisors.append(supervisor)
+
+    async def stop(self) -> None:
+        for supervisor in self.supervisors:
+            await supervisor.stop()
+        await self.bridge.close()
+        for channel in self.channels:
+            await channel.close()
+        await self.web.stop()
+
+    async def __aenter__(self) -> BridgeService:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+async def run_bridge(settings: Settings, plugins: PluginHost, bindings: BindingStore, session_host: Any) -> int:
+    """Run until SIGINT or SIGTERM."""
+    if not settings.channels:
+        print("wld bridge: no channels configured; add a [channels.NAME] section (see docs/channels.md)", file=sys.stderr)
+        return 2
+    service = BridgeService(settings, plugins, bindings, session_host)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with service:
+        print(f"wld bridge: running {', '.join(c.name for c in service.channels)}; Ctrl-C stops", file=sys.stderr)
+        await stop.wait()
+    return 0

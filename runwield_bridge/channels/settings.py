@@ -1,0 +1,60 @@
+"""Config sections the Bridge reads: the keys every channel shares, and ``[[bindings]]`` routes."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeVar
+
+from pydantic import Field, ValidationError, field_validator
+
+from ..config import ConfigError, Strict, describe_errors
+
+Id = int | str
+
+
+class ChannelSettings(Strict):
+    """Keys every ``[channels.NAME]`` section has; a channel's own model adds its platform keys."""
+
+    agent: str = "runwield"
+    cwd: str | None = None
+    allowed_users: list[Id] = Field(default_factory=list)
+    allowed_chats: list[Id] = Field(default_factory=list)
+    sender_context: Literal["groups", "always", "never"] = "groups"
+    question_timeout: float = Field(900.0, gt=0)
+    permission_timeout: float = Field(900.0, gt=0)
+    edit_interval: float = Field(1.0, ge=0)
+    stranger_notice_interval: float = Field(3600.0, ge=0)
+
+    @field_validator("allowed_users", "allowed_chats")
+    @classmethod
+    def _ids_as_strings(cls, values: list[Id]) -> list[str]:
+        return [str(value) for value in values]
+
+
+class BindingRoute(Strict):
+    """A ``[[bindings]]`` entry: a chat (or one thread of it) routed to an agent and a working directory."""
+
+    channel: str
+    chat: Id
+    thread: Id | None = None
+    agent: str | None = None
+    cwd: str | None = None
+
+    def matches(self, channel: str, chat: str, thread: str | None) -> bool:
+        if (self.channel, str(self.chat)) != (channel, chat):
+            return False
+        return self.thread is None or str(self.thread) == thread
+
+
+S = TypeVar("S", bound=Strict)
+
+
+def parse_section(model: type[S], raw: dict[str, Any], where: str) -> S:
+    """Validate one config section; errors name the key, e.g. ``channels.telegram.tokn: unknown key``."""
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(describe_errors(exc, where)) from None
+
+
+def parse_routes(raw: list[dict[str, Any]]) -> list[BindingRoute]:
+    return [parse_section(BindingRoute, entry, f"bindings[{i}]") for i, entry in enumerate(raw)]
