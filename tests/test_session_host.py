@@ -105,6 +105,7 @@ async def test_a_prompt_during_cancellation_waits_for_the_settle(tmp_path: Path)
     while not slow.text():
         await asyncio.sleep(0.02)
     cancel = asyncio.create_task(app.host.cancel(record.id))
+    await asyncio.sleep(0)  # the cancel is delivered first, as a client sends it
     follow = Recorder()
     result = await app.host.prompt(record.id, "follow-up", follow)
     assert result.stop_reason == "end_turn"
@@ -192,7 +193,7 @@ async def test_a_provider_that_no_plugin_offers_is_a_config_error(tmp_path: Path
     from runwield_bridge.config import ConfigError
 
     with pytest.raises(ConfigError, match="models.cloud.provider: no plugin provides 'anthropic'"):
-        await start(tmp_path, '[models.cloud]\nprovider = "anthropic"\n')
+        await start(tmp_path, '[plugins]\nblock = ["providers"]\n[models.cloud]\nprovider = "anthropic"\n')
 
 
 class ShoutPlugin:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from importlib.metadata import version
 from typing import Any
 
@@ -23,13 +25,28 @@ from acp.schema import (
 from pydantic import BaseModel, ValidationError
 
 from ..core.catalog import UnknownChoice
-from ..core.events import Event, TurnSettled
-from ..core.sessions import SessionBusy, SessionHost, SessionNotFound
-from .updates import event_to_update, record_options
+from ..core.events import Event
+from ..core.interactions import Outcome, PendingQuestion
+from ..core.sessions import (
+    AwaitingReply,
+    FormAsker,
+    PromptResult,
+    QuestionPending,
+    SessionBusy,
+    SessionClosed,
+    SessionHost,
+    SessionNotFound,
+)
+from ..core.steering import SteeringRejected
+from .forms import form_outcome, form_request
+from .menus import ChatReply, NoMatch, did_not_match, interpret, other_prompt, read_reply
+from .updates import commands_update, event_to_update, question_update, record_options
 
 log = logging.getLogger(__name__)
 
 BUSY_CODE = -32001
+NOT_FOUND_CODE = -32002
+FORM_ATTEMPTS = 3  # a form whose answer is not usable is shown again, at most this many times in all
 Handler = Callable[..., Awaitable[Any]]
 
 
@@ -40,6 +57,8 @@ class AcpAgentServer:
         self.host = host
         self.conn: Connection | None = None
         self.client_capabilities: dict[str, Any] = {}
+        self._typing_other: dict[str, str] = {}  # session id -> the interview question whose Other text is owed
+        self._background: set[asyncio.Task[None]] = set()
         self._routes: dict[str, tuple[type[BaseModel], Handler]] = {
             "initialize": (InitializeRequest, self.initialize),
             "session/new": (NewSessionRequest, self.new_session),
@@ -48,6 +67,7 @@ class AcpAgentServer:
             "session/close": (CloseSessionRequest, self.close_session),
             "session/delete": (DeleteSessionRequest, self.delete_session),
             "session/set_config_option": (SetSessionConfigOptionSelectRequest, self.set_config_option),
+            "_session/steering": (PromptRequest, self.steer),
         }
         self._notifications: dict[str, tuple[type[BaseModel], Handler]] = {
             "session/cancel": (CancelNotification, self.cancel),
@@ -94,31 +114,120 @@ class AcpAgentServer:
             },
             "agentInfo": {"name": "runwield", "title": "RunWield", "version": version("runwield-bridge")},
             "authMethods": [],
+            "_meta": {"steering": {"supported": True}},
         }
 
     async def new_session(self, request: NewSessionRequest) -> dict[str, Any]:
         cwd = _checked_cwd(request.cwd)
         record = await self.host.create(cwd)
+        self._after_response(self._advertise_commands(record.id))
         return {"sessionId": record.id, "configOptions": record_options(self.host.models, record)}
 
     async def load_session(self, request: LoadSessionRequest) -> dict[str, Any]:
         _checked_cwd(request.cwd)
-        record = await self._open(request.session_id)
+        await self._open(request.session_id)
+        record = await self.host.get(request.session_id)  # fresh: another process may have changed it
         emit = self.emitter(record.id)
         for event in await self.host.history(record.id):
             await emit(event)
+        self._after_response(self._advertise_commands(record.id))
         return {"configOptions": record_options(self.host.models, record)}
 
     async def prompt(self, request: PromptRequest) -> dict[str, Any]:
-        text = prompt_text(request.prompt)
-        await self._open(request.session_id)
+        """A prompt runs a turn, unless a chat question waits: then it is the reply to that question."""
+        session_id = request.session_id
+        await self._open(session_id)
+        reply = read_reply(request.prompt)
+        if (pending := await self.host.waiting_question(session_id)) is not None:
+            return await self._answer(pending, reply)
+        text = reply.command or prompt_text(request.prompt)
         try:
-            settled: TurnSettled = await self.host.prompt(request.session_id, text, self.emitter(request.session_id))
-        except SessionBusy as exc:
-            raise RequestError(BUSY_CODE, str(exc), {"sessionId": request.session_id, "reason": "busy", "prompt": text}) from None
-        if settled.stop_reason == "error":
-            raise RequestError.internal_error({"details": settled.error, "sessionId": request.session_id})
-        return {"stopReason": settled.stop_reason}
+            result = await self.host.prompt(session_id, text, self.emitter(session_id), forms=self._forms(session_id))
+        except (SessionBusy, QuestionPending) as exc:
+            reason = "busy" if isinstance(exc, SessionBusy) else "questionPending"
+            raise RequestError(BUSY_CODE, str(exc), {"sessionId": session_id, "reason": reason, "prompt": text}) from None
+        return _stop_reason(result, session_id)
+
+    async def _answer(self, pending: PendingQuestion, reply: ChatReply) -> dict[str, Any]:
+        """Apply a chat reply to the waiting question: settle it (the turn goes on), or say why it did not."""
+        session_id = pending.session_id
+        typing_other = self._typing_other.get(session_id) == pending.id
+        decision = interpret(pending.question, reply, typing_other)
+        if isinstance(decision, Outcome):
+            self._typing_other.pop(session_id, None)
+            emit = self.emitter(session_id)
+            try:
+                result = await self.host.reply(session_id, decision, emit, forms=self._forms(session_id))
+            except LookupError:  # it expired or was cancelled while this reply was on its way
+                raise RequestError(BUSY_CODE, "the question is no longer waiting; send your message again", {"sessionId": session_id, "reason": "busy"}) from None
+            return _stop_reason(result, session_id)
+        if isinstance(decision, NoMatch):
+            update = question_update(did_not_match(pending.question, decision), pending.id, "unmatched")
+        else:
+            self._typing_other[session_id] = pending.id
+            update = question_update(other_prompt(pending.question), pending.id, "other")
+        await self.send_update(session_id, update)
+        return {"stopReason": "end_turn"}
+
+    async def steer(self, request: PromptRequest) -> dict[str, Any]:
+        """``_session/steering``: add input to the running turn, or say that it needs an ordinary prompt."""
+        text = read_reply(request.prompt).command or prompt_text(request.prompt)
+        try:
+            result = await self.host.steer(request.session_id, text)
+        except SessionNotFound:
+            raise _not_found(request.session_id) from None
+        except SessionClosed as exc:
+            raise RequestError(NOT_FOUND_CODE, str(exc), {"sessionId": request.session_id, "reason": "closed"}) from None
+        except SteeringRejected as exc:
+            raise RequestError.invalid_params({"sessionId": request.session_id, "details": str(exc)}) from None
+        return {"outcome": result.outcome} | ({"reason": result.reason} if result.reason else {})
+
+    def _forms(self, session_id: str) -> FormAsker | None:
+        """How this client answers a Session's questions in place: forms when it advertised them."""
+        if (self.client_capabilities.get("elicitation") or {}).get("form") is None:
+            return None
+        return functools.partial(self._ask_form, session_id)
+
+    async def _ask_form(self, session_id: str, pending: PendingQuestion) -> Outcome:
+        """Show a question as a form; an unusable answer shows it again, a failure to show it settles it."""
+        assert self.conn is not None
+        problem = ""
+        for _ in range(FORM_ATTEMPTS):
+            request_id = self.conn._next_request_id  # the SDK hides the id; $/cancel_request needs it
+            try:
+                response = await self.conn.send_request("elicitation/create", form_request(session_id, pending, problem))
+            except asyncio.CancelledError:  # cancelled or expired: close the form on the client too
+                await asyncio.shield(self._cancel_request(request_id))
+                raise
+            except (RequestError, ConnectionError) as exc:
+                return Outcome.failed(f"the client could not show the form: {exc}")
+            outcome = form_outcome(pending.question, response)
+            if isinstance(outcome, Outcome):
+                return outcome
+            problem = outcome
+        return Outcome.failed(f"no usable answer after {FORM_ATTEMPTS} forms: {problem}")
+
+    async def _cancel_request(self, request_id: int) -> None:
+        assert self.conn is not None
+        try:
+            await self.conn.send_notification("$/cancel_request", {"requestId": request_id})
+        except ConnectionError:
+            pass
+
+    async def _advertise_commands(self, session_id: str) -> None:
+        await self.send_update(session_id, commands_update(await self.host.commands_for(session_id)))
+
+    def _after_response(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` just after the current request's response: a task made now first runs once the
+        handler has returned, and the connection queues that response without yielding in between."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background_done)
+
+    def _background_done(self, task: asyncio.Task[None]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log.error("background update failed: %s", error, exc_info=error)
 
     async def cancel(self, request: CancelNotification) -> None:
         await self.host.cancel(request.session_id)
@@ -141,7 +250,7 @@ class AcpAgentServer:
         if field is None:
             raise RequestError.invalid_params({"configId": request.config_id, "details": "unknown config option"})
         try:
-            record = await self.host.select(request.session_id, **{field: request.value})
+            record = await self.host.select(request.session_id, emit=self.emitter(request.session_id), **{field: request.value})
         except UnknownChoice as exc:
             raise RequestError.invalid_params({"configId": request.config_id, "details": str(exc)}) from None
         except SessionBusy as exc:
@@ -152,7 +261,20 @@ class AcpAgentServer:
         try:
             return await self.host.open(session_id)
         except SessionNotFound:
-            raise RequestError(-32002, f"Session {session_id} not found", {"sessionId": session_id}) from None
+            raise _not_found(session_id) from None
+
+
+def _not_found(session_id: str) -> RequestError:
+    return RequestError(NOT_FOUND_CODE, f"Session {session_id} not found", {"sessionId": session_id})
+
+
+def _stop_reason(result: PromptResult, session_id: str) -> dict[str, Any]:
+    """The ``session/prompt`` answer: a turn parked on a chat question ends this request with ``end_turn``."""
+    if isinstance(result, AwaitingReply):
+        return {"stopReason": "end_turn"}
+    if result.stop_reason == "error":
+        raise RequestError.internal_error({"details": result.error, "sessionId": session_id})
+    return {"stopReason": result.stop_reason}
 
 
 def prompt_text(blocks: list[Any]) -> str:

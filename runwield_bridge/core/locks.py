@@ -28,8 +28,7 @@ class WriterLock:
         except BlockingIOError:
             os.close(fd)
             return False
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        os.pwrite(fd, f"{os.getpid():>10}\n".encode(), 0)  # who holds it, for a person looking
         self._fd = fd
         return True
 

@@ -10,24 +10,37 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .builtin_commands import BUILTIN_COMMANDS
 from .catalog import ModelCatalog, UnknownChoice, agent_profile
+from .commands import Command, CommandContext, CommandRegistry, Invocation, parse_invocation
 from .events import (
     Event,
     MessageChunk,
     Notice,
+    QuestionAsked,
+    SelectionChanged,
     ToolProgress,
     TurnSettled,
     UserMessage,
 )
+from .interactions import InteractionBroker, Outcome, PendingQuestion, Question
 from .locks import WriterLock
+from .metrics import WorkflowMetrics
 from .models import ChatMessage, ModelError
 from .runtime import TurnResult, TurnRunner
+from .steering import INJECTED, NO_RUNNING_TURN, QUESTION_PENDING, SteeringInbox, SteeringRejected, SteeringResult
 from .store import SessionRecord, Store
 from .tools import Tool
 
 log = logging.getLogger(__name__)
 Emit = Callable[[Event], Awaitable[None]]
+FormAsker = Callable[[PendingQuestion], Awaitable[Outcome]]
 TITLE_LENGTH = 60
+QUESTION_TIMEOUT = 3600.0
+UNSETTLED_NOTICE = {
+    "expired": "The question expired without an answer; nothing was chosen.",
+    "failed": "The question could not be asked ({reason}); nothing was chosen.",
+}
 
 
 class SessionNotFound(LookupError):
@@ -36,6 +49,24 @@ class SessionNotFound(LookupError):
 
 class SessionBusy(RuntimeError):
     """Another turn holds the Session's writer; the input was not used and can be sent again."""
+
+
+class SessionClosed(LookupError):
+    """The Session exists but is not open in this process."""
+
+
+class QuestionPending(RuntimeError):
+    """A chat question owns the Session's next message: answer it with `SessionHost.reply`."""
+
+
+@dataclass(frozen=True, slots=True)
+class AwaitingReply:
+    """The prompt is over but its turn is not: a chat question waits for the Session's next message."""
+
+    question_id: str
+
+
+PromptResult = TurnSettled | AwaitingReply
 
 
 @dataclass
@@ -50,10 +81,36 @@ class LiveSession:
     open_tools: dict[str, ToolProgress] = field(default_factory=dict)
     history: list[ChatMessage] = field(default_factory=list)
     history_until: int = 0  # id of the last transcript entry folded into ``history``
+    sink: Emit | None = None  # where the turn's events go: the prompt (or reply) now following it
+    forms: FormAsker | None = None  # how that prompt's client answers questions in place, if it can
+    parked: asyncio.Event = field(default_factory=asyncio.Event)  # a chat question waits for the next message
+    steering: SteeringInbox | None = None  # set while a model turn can take steered input
 
     @property
     def busy(self) -> bool:
         return self.turn is not None and not self.turn.done()
+
+    def follow(self, emit: Emit, forms: FormAsker | None) -> None:
+        """Send the turn's events, and its questions, to this prompt from now on."""
+        self.sink, self.forms = emit, forms
+
+    async def emit(self, event: Event) -> None:
+        """Pass an event on, remembering tool calls still open so a cancelled turn can close them."""
+        if isinstance(event, ToolProgress):
+            if event.status in ("completed", "failed"):
+                self.open_tools.pop(event.call_id, None)
+            else:
+                self.open_tools[event.call_id] = event
+        if self.sink is not None:
+            await self.sink(event)
+
+    async def present(self, pending: PendingQuestion) -> Outcome | None:
+        """Show a question: as a form where the client has forms, else as a chat menu that parks the prompt."""
+        if self.forms is not None:
+            return await self.forms(pending)
+        await self.emit(QuestionAsked(pending.id, pending.question, pending.tool_call_id))
+        self.parked.set()
+        return None
 
 
 class SessionHost:
@@ -67,6 +124,10 @@ class SessionHost:
         state_dir: Path,
         default_model: str = "scripted",
         default_agent: str = "build",
+        *,
+        commands: CommandRegistry | None = None,
+        metrics: WorkflowMetrics | None = None,
+        question_timeout: float | None = QUESTION_TIMEOUT,
     ) -> None:
         models.info(default_model)
         agent_profile(default_agent)
@@ -76,6 +137,9 @@ class SessionHost:
         self.lock_dir = state_dir / "locks"
         self.default_model = default_model
         self.default_agent = default_agent
+        self.commands = commands or CommandRegistry(BUILTIN_COMMANDS)
+        self.metrics = metrics or WorkflowMetrics(None)
+        self.broker = InteractionBroker(question_timeout, self.metrics)
         self._live: dict[str, LiveSession] = {}
 
     async def create(self, cwd: str, title: str = "") -> SessionRecord:
@@ -94,10 +158,8 @@ class SessionHost:
 
     async def open(self, session_id: str) -> SessionRecord:
         """Make a stored Session live (without reserving its writer) and return it."""
-        live = self._live.get(session_id)
-        if live is not None:
-            live.record = await self.get(session_id)
-            return live.record
+        if (live := self._live.get(session_id)) is not None:
+            return live.record  # each turn re-reads the record before it starts
         record = await self.get(session_id)
         self._live[session_id] = LiveSession(record, WriterLock(self.lock_dir, session_id))
         return record
@@ -106,6 +168,8 @@ class SessionHost:
         """The saved conversation as events, oldest first."""
         events: list[Event] = []
         for entry in await self.store.transcript(session_id):
+            if entry.payload.get("audience") == "model":
+                continue
             if entry.kind == "user":
                 events.append(UserMessage(entry.text, entry.payload.get("message_id")))
             elif entry.kind == "agent":
@@ -116,15 +180,59 @@ class SessionHost:
         live = self._live.get(session_id)
         return live is not None and live.busy
 
-    async def prompt(self, session_id: str, text: str, emit: Emit) -> TurnSettled:
-        """Run one turn; raises SessionBusy if another turn (here or in another process) holds the writer."""
-        live = await self._open_live(session_id)
-        if live.busy and live.cancelling:
-            await asyncio.shield(live.turn)  # a cancelled turn settles before the next one starts
+    async def prompt(self, session_id: str, text: str, emit: Emit, *, forms: FormAsker | None = None) -> PromptResult:
+        """Run one turn: a slash command or a model turn. Questions go to ``forms`` when given, else to chat,
+        where the first one ends the prompt with AwaitingReply (the turn goes on; `reply` answers it).
+        Raises SessionBusy if another turn (here or in another process) holds the writer, and
+        QuestionPending if a chat question owns this message."""
+        live = await self._ready(session_id)
+        if live.parked.is_set():
+            raise QuestionPending(f"Session {session_id} is waiting for the answer to a question")
         if live.busy or not live.lock.try_acquire():
             raise SessionBusy(f"Session {session_id} is busy with another turn; send your message again when it ends")
-        live.turn = asyncio.create_task(self._turn(live, text, emit), name=f"turn:{session_id}")
-        return await asyncio.shield(live.turn)
+        invocation = self.commands.resolve(live.record.cwd, text)
+        live.follow(emit, forms)
+        live.turn = asyncio.create_task(self._turn(live, text, invocation), name=f"turn:{session_id}")
+        return await self._next_stop(live)
+
+    async def waiting_question(self, session_id: str) -> PendingQuestion | None:
+        """The chat question that owns the Session's next message, if any (after a cancelled turn has settled)."""
+        live = await self._ready(session_id)
+        return self.broker.pending(session_id) if live.parked.is_set() else None
+
+    async def reply(self, session_id: str, outcome: Outcome, emit: Emit, *, forms: FormAsker | None = None) -> PromptResult:
+        """Settle the waiting chat question with the user's reply; the turn goes on, streaming to ``emit``."""
+        live = await self._ready(session_id)
+        pending = self.broker.pending(session_id)
+        if pending is None or not live.parked.is_set():
+            raise LookupError(f"Session {session_id} has no question waiting for a reply")
+        live.follow(emit, forms)
+        live.parked.clear()
+        pending.settle(outcome)
+        return await self._next_stop(live)
+
+    async def steer(self, session_id: str, text: str) -> SteeringResult:
+        """Add input to the running model turn's next request; anything else is left for an ordinary prompt."""
+        if not text.strip():
+            raise SteeringRejected("the steering input is empty")
+        live = self._live.get(session_id)
+        if live is None:
+            await self.get(session_id)
+            raise SessionClosed(f"Session {session_id} is not open; load it first")
+        if live.parked.is_set():
+            return QUESTION_PENDING
+        if parse_invocation(text) is not None:
+            raise SteeringRejected("a slash command cannot steer a turn; send it as a prompt")
+        if live.steering is None or live.cancelling or live.finishing:
+            return NO_RUNNING_TURN
+        live.steering.put(text)
+        self.metrics.record(session_id, "steering_injected")
+        return INJECTED
+
+    async def commands_for(self, session_id: str) -> list[Command]:
+        """The commands a Session's client may offer: built-ins, plugins, then the project's templates and Skills."""
+        record = await self.get(session_id)
+        return [c for c in self.commands.commands(record.cwd) if c.advertised]
 
     async def cancel(self, session_id: str) -> None:
         """Stop the running turn, if any, and return once it has settled."""
@@ -149,12 +257,31 @@ class SessionHost:
         return await self.store.update_session(session_id, archived=archived)
 
     async def select(
-        self, session_id: str, *, model: str | None = None, reasoning: str | None = None, agent: str | None = None
+        self,
+        session_id: str,
+        *,
+        model: str | None = None,
+        reasoning: str | None = None,
+        agent: str | None = None,
+        emit: Emit | None = None,
     ) -> SessionRecord:
-        """Change the Session's model, reasoning level or Agent; invalid or mid-turn changes fail and change nothing."""
+        """Change the Session's model, reasoning level or Agent; invalid or mid-turn changes fail and change nothing.
+        A real change is sent to ``emit``: the complete selection, and an Agent switch announced once."""
         record = await self.get(session_id)
         if self.is_busy(session_id) or not self._writer_free(session_id):
             raise SessionBusy("the Session is running a turn; change the selection when it ends")
+        return await self._apply_selection(record, model=model, reasoning=reasoning, agent=agent, emit=emit)
+
+    async def _apply_selection(
+        self,
+        record: SessionRecord,
+        *,
+        model: str | None = None,
+        reasoning: str | None = None,
+        agent: str | None = None,
+        emit: Emit | None = None,
+    ) -> SessionRecord:
+        session_id = record.id
         new_model = model or record.model
         if reasoning is not None:
             info = self.models.info(new_model)
@@ -166,6 +293,14 @@ class SessionHost:
         updated = await self.store.update_session(session_id, model=new_model, reasoning=new_reasoning, agent=new_agent)
         if session_id in self._live:
             self._live[session_id].record = updated
+        selection = (updated.agent, updated.model, updated.reasoning)
+        if selection != (record.agent, record.model, record.reasoning):
+            self.metrics.record(session_id, "selection", agent=updated.agent, model=updated.model, reasoning=updated.reasoning)
+            if emit is not None:
+                if updated.agent != record.agent:
+                    profile = agent_profile(updated.agent)
+                    await emit(Notice(f"Now working as the {profile.name} Agent: {profile.description}."))
+                await emit(SelectionChanged(*selection))
         return updated
 
     def _writer_free(self, session_id: str) -> bool:
@@ -183,26 +318,37 @@ class SessionHost:
         await self.open(session_id)
         return self._live[session_id]
 
-    async def _turn(self, live: LiveSession, text: str, emit: Emit) -> TurnSettled:
+    async def _ready(self, session_id: str) -> LiveSession:
+        """The live Session, once a turn being cancelled has settled (so its question cannot take the next message)."""
+        live = await self._open_live(session_id)
+        if live.busy and live.cancelling:
+            await asyncio.wait({live.turn})
+        return live
+
+    async def _next_stop(self, live: LiveSession) -> PromptResult:
+        """Wait until the turn settles, or a chat question parks it until the next message."""
+        while True:
+            parked = asyncio.ensure_future(live.parked.wait())
+            try:
+                await asyncio.wait({live.turn, parked}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                parked.cancel()
+            if live.turn.done():
+                return live.turn.result()
+            if live.parked.is_set() and (pending := self.broker.pending(live.record.id)) is not None:
+                return AwaitingReply(pending.id)
+
+    async def _turn(self, live: LiveSession, text: str, invocation: Invocation | None) -> TurnSettled:
         session_id = live.record.id
-        tracked = self._tracking(live, emit)
         result = TurnResult()
         settled = TurnSettled("end_turn")
-        recorded = asyncio.ensure_future(self._record_prompt(live, text))
+        recorded = asyncio.ensure_future(self._record_prompt(live, text, command=invocation is not None))
+        self.metrics.record(session_id, "turn_started", command=invocation.name if invocation else None)
         try:
             history = await asyncio.shield(recorded)  # the user's input is kept even if the turn is cancelled
-            record = live.record
-            runner = TurnRunner(
-                model=self.models.build(record.model),
-                tools=self.tools,
-                session_id=session_id,
-                cwd=Path(record.cwd),
-                reasoning=record.reasoning,
-                base_cost=record.cost_usd,
-                emit=tracked,
-                result=result,
-            )
-            await runner.run(history, text)
+            prompt = await self._run_command(live, invocation, result) if invocation else text
+            if prompt:
+                await self._run_model(live, history, prompt, result)
         except asyncio.CancelledError:
             asyncio.current_task().uncancel()
             settled = TurnSettled("cancelled")
@@ -215,60 +361,132 @@ class SessionHost:
         try:
             with contextlib.suppress(Exception):  # a failure here is already the turn's error
                 await recorded
-            await self._finish(live, result, settled, tracked)
+            await self._finish(live, result, settled)
         finally:
             live.cancelling = live.finishing = False
             live.lock.release()
-        await emit(settled)
+        self.metrics.record(session_id, "turn_settled", stop_reason=settled.stop_reason)
+        await live.emit(settled)
         return settled
 
-    async def _record_prompt(self, live: LiveSession, text: str) -> list[ChatMessage]:
-        """Append the prompt to the transcript (titling an untitled Session) and return the history before it."""
+    async def _run_command(self, live: LiveSession, invocation: Invocation, result: TurnResult) -> str | None:
+        """Run a slash command; returns the prompt it hands on to the model, if any."""
+        session_id = live.record.id
+        known = invocation.command is not None
+        self.metrics.record(session_id, "command", name=invocation.name, known=known)
+        if invocation.command is None:
+            await self._say(live, result, f"Unknown command /{invocation.name}. /help lists the commands.")
+            return None
+
+        async def select(**changes: str) -> SessionRecord:
+            return await self._apply_selection(live.record, emit=live.emit, **changes)
+
+        context = CommandContext(
+            session=live.record,
+            name=invocation.name,
+            commands=self.commands.commands(live.record.cwd),
+            models=self.models.all(),
+            ask=lambda question: self._ask(live, question),
+            say=lambda text: self._say(live, result, text),
+            select=select,
+        )
+        prompt = await invocation.command.run(context, invocation.args)
+        if prompt:
+            await self.store.append(session_id, "user", prompt, audience="model", command=invocation.command.name)
+        return prompt
+
+    async def _run_model(self, live: LiveSession, history: list[ChatMessage], prompt: str, result: TurnResult) -> None:
+        record = live.record
+        live.steering = SteeringInbox()
+        runner = TurnRunner(
+            model=self.models.build(record.model),
+            tools=self.tools,
+            session_id=record.id,
+            cwd=Path(record.cwd),
+            reasoning=record.reasoning,
+            base_cost=record.cost_usd,
+            emit=self._observed(live),
+            result=result,
+            instructions=agent_profile(record.agent).instructions,
+            ask=lambda question, call_id: self._ask(live, question, call_id),
+            steering=live.steering,
+        )
+        try:
+            await runner.run(history, prompt)
+        finally:
+            live.steering = None  # from here on, steered input would be lost: it is refused instead
+
+    def _observed(self, live: LiveSession) -> Emit:
+        """The live Session's emit, recording each finished tool call in the workflow metrics."""
+
+        async def emit(event: Event) -> None:
+            if isinstance(event, ToolProgress) and event.status in ("completed", "failed"):
+                self.metrics.record(live.record.id, "tool", call=event.call_id, title=event.title, status=event.status)
+            await live.emit(event)
+
+        return emit
+
+    async def _ask(self, live: LiveSession, question: Question, tool_call_id: str | None = None) -> Outcome:
+        """Ask the user through the broker; an expired or unshowable question is said, never answered by default."""
+        try:
+            outcome = await self.broker.ask(live.record.id, question, live, tool_call_id)
+        finally:
+            live.parked.clear()
+        if outcome.status in UNSETTLED_NOTICE:
+            await live.emit(Notice(UNSETTLED_NOTICE[outcome.status].format(reason=outcome.reason), "warning"))
+        return outcome
+
+    async def _say(self, live: LiveSession, result: TurnResult, text: str) -> None:
+        """A command's output: shown and kept in the transcript, but not part of the model's conversation."""
+        piece = f"\n\n{text}" if result.reply else text
+        result.add_reply(piece, aside=True)
+        await live.emit(MessageChunk(piece, result.message_id))
+
+    async def _record_prompt(self, live: LiveSession, text: str, command: bool = False) -> list[ChatMessage]:
+        """Append the prompt to the transcript (titling an untitled Session) and return the history before it.
+        A slash command is kept for the user to see, not for the model, and titles nothing."""
         session_id = live.record.id
         live.record = await self.get(session_id)
         history = await self._model_history(live)
-        title = {"title": text.strip().splitlines()[0][:TITLE_LENGTH]} if not live.record.title and text.strip() else {}
-        live.record = await self.store.append_many(session_id, [("user", text, {})], **title) or live.record
+        entry = ("user", text, {"audience": "user"} if command else {})
+        title = {}
+        if not command and not live.record.title and text.strip():
+            title = {"title": text.strip().splitlines()[0][:TITLE_LENGTH]}
+        live.record = await self.store.append_many(session_id, [entry], **title) or live.record
         return history
 
-    def _tracking(self, live: LiveSession, emit: Emit) -> Emit:
-        """Wrap ``emit`` to remember tool calls still open, so a cancelled turn can close them."""
-
-        async def tracked(event: Event) -> None:
-            if isinstance(event, ToolProgress):
-                if event.status in ("completed", "failed"):
-                    live.open_tools.pop(event.call_id, None)
-                else:
-                    live.open_tools[event.call_id] = event
-            await emit(event)
-
-        return tracked
-
-    async def _finish(self, live: LiveSession, result: TurnResult, settled: TurnSettled, emit: Emit) -> None:
+    async def _finish(self, live: LiveSession, result: TurnResult, settled: TurnSettled) -> None:
         session_id = live.record.id
         for call_id, tool in list(live.open_tools.items()):
-            await emit(ToolProgress(call_id, tool.title, tool.kind, "failed", output="cancelled"))
+            await live.emit(ToolProgress(call_id, tool.title, tool.kind, "failed", output="cancelled"))
         live.open_tools.clear()
         entries: list[tuple[str, str, dict[str, Any]]] = []
         if result.thoughts:
             entries.append(("thought", result.thoughts, {}))
         for tool in result.tool_calls:
             entries.append(("tool", tool.output or "", {"call_id": tool.call_id, "title": tool.title, "status": tool.status}))
-        if result.reply:
-            entries.append(("agent", result.reply, {"message_id": result.message_id, "stop_reason": settled.stop_reason}))
+        for message in result.messages:
+            data: dict[str, Any] = {"message_id": message.message_id}
+            if message.role == "agent":
+                data["stop_reason"] = settled.stop_reason
+            if message.aside:
+                data["audience"] = "user"
+            entries.append((message.role, message.text, data))
         if settled.error:
             entries.append(("notice", settled.error, {"level": "error"}))
         cost = {"cost_delta": result.cost_usd} if result.cost_usd else {}
         live.record = await self.store.append_many(session_id, entries, **cost) or live.record
         if settled.error:
-            await emit(Notice(f"The turn could not be completed: {settled.error}", "error"))
+            await live.emit(Notice(f"The turn could not be completed: {settled.error}", "error"))
 
     async def _model_history(self, live: LiveSession) -> list[ChatMessage]:
         """The conversation as the model sees it, read incrementally (other processes may have added to it)."""
         for entry in await self.store.transcript(live.record.id, after=live.history_until):
+            live.history_until = entry.id or live.history_until
+            if entry.payload.get("audience") == "user":
+                continue
             if entry.kind == "user":
                 live.history.append(ChatMessage("user", entry.text))
             elif entry.kind == "agent":
                 live.history.append(ChatMessage("assistant", entry.text))
-            live.history_until = entry.id or live.history_until
         return list(live.history)
