@@ -5,7 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .config import ConfigError, Settings
+from .core.builtin_commands import BUILTIN_COMMANDS
 from .core.catalog import ModelCatalog, model_info
+from .core.commands import CommandRegistry
+from .core.interview import USER_INTERVIEW
+from .core.metrics import WorkflowMetrics
 from .core.sessions import SessionHost
 from .core.store import Store
 from .core.tools import BUILTIN_TOOLS
@@ -38,11 +42,20 @@ class App:
     async def start(cls, settings: Settings, plugins: PluginHost | None = None) -> App:
         plugins = plugins or load_plugins(settings.plugins.allow, settings.plugins.block)
         catalog = build_catalog(settings, plugins)
-        tools = [*BUILTIN_TOOLS, *(args[0] for args in plugins.collect("register_tools"))]
+        tools = [*BUILTIN_TOOLS, USER_INTERVIEW, *(args[0] for args in plugins.collect("register_tools"))]
+        commands = CommandRegistry(BUILTIN_COMMANDS, (args[0] for args in plugins.collect("register_commands")))
         store = await Store.open(settings.db_url)
         try:
             host = SessionHost(
-                store, catalog, tools, settings.state_dir, settings.sessions.model, settings.sessions.agent
+                store,
+                catalog,
+                tools,
+                settings.state_dir,
+                settings.sessions.model,
+                settings.sessions.agent,
+                commands=commands,
+                metrics=WorkflowMetrics.in_state_dir(settings.state_dir, settings.workflow_metrics),
+                question_timeout=settings.sessions.question_timeout or None,
             )
         except ValueError as exc:
             await store.close()

@@ -62,10 +62,11 @@ class PluginsConfig(Strict):
 
 
 class SessionsConfig(Strict):
-    """Defaults for new Sessions."""
+    """Defaults for new Sessions, and how long a question waits for its answer (seconds; 0 waits forever)."""
 
     model: str = "scripted"
     agent: str = "build"
+    question_timeout: float = Field(default=3600.0, ge=0)
 
 
 class Settings(Strict):

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
-from sqlmodel import Field, SQLModel, col, select
+from sqlmodel import Field, SQLModel, col, select, update
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 
@@ -55,6 +55,97 @@ class Binding(SQLModel, table=True):
     acp_session_id: str
     cwd: str | None = None
     updated_at: float = Field(default_factory=time.time)
+
+
+class PlanRecord(SQLModel, table=True):
+    """A Plan: its project, title, current revision and where it stands in the workflow."""
+
+    __tablename__ = "plans"
+    id: str = Field(primary_key=True)
+    project: str = Field(index=True)
+    project_dir: str
+    title: str
+    slug: str
+    current_revision: int = 0
+    approved_revision: int | None = None
+    state: str = "draft"  # see core/plans.py PlanState
+    created_at: float = Field(default_factory=time.time)
+    updated_at: float = Field(default_factory=time.time)
+
+
+class PlanRevisionRecord(SQLModel, table=True):
+    """One saved revision of a Plan; its markdown lives in the file at ``path``."""
+
+    __tablename__ = "plan_revisions"
+    id: int | None = Field(default=None, primary_key=True)
+    plan_id: str = Field(index=True, foreign_key="plans.id")
+    number: int
+    title: str
+    path: str
+    session_id: str | None = None
+    created_at: float = Field(default_factory=time.time)
+
+
+class PlanSessionLink(SQLModel, table=True):
+    """A Session that wrote, revised, reviewed or executed a Plan; kept when the Session is archived."""
+
+    __tablename__ = "plan_sessions"
+    plan_id: str = Field(primary_key=True, foreign_key="plans.id")
+    session_id: str = Field(primary_key=True, foreign_key="sessions.id")
+    role: str = Field(primary_key=True)
+    created_at: float = Field(default_factory=time.time)
+
+
+class ReviewRecord(SQLModel, table=True):
+    """A browser review of one Plan revision; the link's token is stored only as a hash."""
+
+    __tablename__ = "reviews"
+    id: str = Field(primary_key=True)
+    plan_id: str = Field(index=True, foreign_key="plans.id")
+    revision: int
+    session_id: str | None = None
+    token_hash: str = Field(unique=True, index=True)
+    expires_at: float
+    state: str = "open"  # open | approved | changes_requested | expired | superseded
+    feedback: str = "{}"
+    decided_at: float | None = None
+    created_at: float = Field(default_factory=time.time)
+
+
+class ExecutionRecord(SQLModel, table=True):
+    """An approved Plan being carried out in a RunWield-owned worktree and branch."""
+
+    __tablename__ = "executions"
+    id: str = Field(primary_key=True)
+    plan_id: str = Field(index=True, foreign_key="plans.id")
+    revision: int
+    number: int
+    session_id: str | None = None
+    worktree: str
+    branch: str
+    base_commit: str = ""
+    commands: str = "[]"
+    round: int = 1
+    state: str = "running"  # see core/execution.py ExecutionState
+    outcome: str = "{}"
+    created_at: float = Field(default_factory=time.time)
+    updated_at: float = Field(default_factory=time.time)
+
+
+class ExecutionStep(SQLModel, table=True):
+    """One step of an execution, written before it runs and updated after (write-ahead)."""
+
+    __tablename__ = "execution_steps"
+    id: int | None = Field(default=None, primary_key=True)
+    execution_id: str = Field(index=True, foreign_key="executions.id")
+    round: int
+    name: str  # worktree | agent | snapshot | validate | publish
+    detail: str = ""
+    state: str = "started"  # started | done | error | interrupted
+    output: str = ""
+    exit_code: int | None = None
+    started_at: float = Field(default_factory=time.time)
+    finished_at: float | None = None
 
 
 def new_session_id() -> str:
@@ -162,6 +253,214 @@ class Store:
             if binding := await db.get(Binding, conversation):
                 await db.delete(binding)
                 await db.commit()
+
+    async def create_plan(self, plan: PlanRecord, revision: PlanRevisionRecord) -> PlanRecord:
+        """Save a new Plan and its first revision (and the Session that wrote it) in one transaction."""
+        async with self._sessions() as db:
+            db.add(plan)
+            await db.flush()
+            db.add(revision)
+            if revision.session_id:
+                db.add(PlanSessionLink(plan_id=plan.id, session_id=revision.session_id, role="wrote"))
+            await db.commit()
+            return plan
+
+    async def get_plan(self, plan_id: str) -> PlanRecord | None:
+        async with self._sessions() as db:
+            return await db.get(PlanRecord, plan_id)
+
+    async def list_plans(self, project: str | None = None) -> list[PlanRecord]:
+        """Plans, most recently changed first; only the project's when ``project`` is given."""
+        query = select(PlanRecord).order_by(col(PlanRecord.updated_at).desc())
+        if project is not None:
+            query = query.where(PlanRecord.project == project)
+        async with self._sessions() as db:
+            return list((await db.exec(query)).all())
+
+    async def update_plan(self, plan_id: str, **changes: Any) -> PlanRecord:
+        async with self._sessions() as db:
+            plan = await _change(db, PlanRecord, plan_id, changes)
+            await db.commit()
+            return plan
+
+    async def add_plan_revision(self, revision: PlanRevisionRecord) -> PlanRecord:
+        """Make ``revision`` current if it follows the current one (else Conflict); open reviews become superseded."""
+        async with self._sessions() as db:
+            moved = await db.exec(
+                update(PlanRecord)
+                .where(col(PlanRecord.id) == revision.plan_id, col(PlanRecord.current_revision) == revision.number - 1)
+                .values(current_revision=revision.number, title=revision.title, state="draft", updated_at=time.time())
+            )
+            if moved.rowcount != 1:
+                raise Conflict(f"Plan {revision.plan_id} is no longer at revision {revision.number - 1}")
+            await db.exec(
+                update(ReviewRecord)
+                .where(col(ReviewRecord.plan_id) == revision.plan_id, col(ReviewRecord.state) == "open")
+                .values(state="superseded", decided_at=time.time())
+            )
+            db.add(revision)
+            if revision.session_id:
+                await db.merge(PlanSessionLink(plan_id=revision.plan_id, session_id=revision.session_id, role="revised"))
+            await db.commit()
+            return await db.get(PlanRecord, revision.plan_id, populate_existing=True)
+
+    async def plan_revisions(self, plan_id: str) -> list[PlanRevisionRecord]:
+        query = select(PlanRevisionRecord).where(PlanRevisionRecord.plan_id == plan_id).order_by(col(PlanRevisionRecord.number))
+        async with self._sessions() as db:
+            return list((await db.exec(query)).all())
+
+    async def link_plan_session(self, plan_id: str, session_id: str, role: str) -> None:
+        async with self._sessions() as db:
+            await db.merge(PlanSessionLink(plan_id=plan_id, session_id=session_id, role=role))
+            await db.commit()
+
+    async def plan_sessions(self, plan_id: str) -> list[PlanSessionLink]:
+        query = select(PlanSessionLink).where(PlanSessionLink.plan_id == plan_id).order_by(col(PlanSessionLink.created_at))
+        async with self._sessions() as db:
+            return list((await db.exec(query)).all())
+
+    async def plans_for_session(self, session_id: str) -> list[PlanRecord]:
+        """Plans the Session wrote, revised, reviewed or executed, most recently changed first."""
+        linked = select(PlanSessionLink.plan_id).where(PlanSessionLink.session_id == session_id)
+        query = select(PlanRecord).where(col(PlanRecord.id).in_(linked)).order_by(col(PlanRecord.updated_at).desc())
+        async with self._sessions() as db:
+            return list((await db.exec(query)).all())
+
+    async def add_review(self, review: ReviewRecord) -> ReviewRecord:
+        """Save a review of the Plan's current revision (else Conflict); earlier open reviews become superseded."""
+        async with self._sessions() as db:
+            moved = await db.exec(
+                update(PlanRecord)
+                .where(col(PlanRecord.id) == review.plan_id, col(PlanRecord.current_revision) == review.revision)
+                .values(state="in_review", updated_at=time.time())
+            )
+            if moved.rowcount != 1:
+                raise Conflict(f"Plan {review.plan_id} is not at revision {review.revision}")
+            await db.exec(
+                update(ReviewRecord)
+                .where(col(ReviewRecord.plan_id) == review.plan_id, col(ReviewRecord.state) == "open")
+                .values(state="superseded", decided_at=time.time())
+            )
+            db.add(review)
+            if review.session_id:
+                await db.merge(PlanSessionLink(plan_id=review.plan_id, session_id=review.session_id, role="reviewed"))
+            await db.commit()
+            return review
+
+    async def get_review(self, review_id: str) -> ReviewRecord | None:
+        async with self._sessions() as db:
+            return await db.get(ReviewRecord, review_id)
+
+    async def find_review(self, token_hash: str) -> ReviewRecord | None:
+        async with self._sessions() as db:
+            return (await db.exec(select(ReviewRecord).where(ReviewRecord.token_hash == token_hash))).first()
+
+    async def reviews_for_plan(self, plan_id: str) -> list[ReviewRecord]:
+        """The Plan's reviews, newest first."""
+        query = select(ReviewRecord).where(ReviewRecord.plan_id == plan_id).order_by(col(ReviewRecord.created_at).desc())
+        async with self._sessions() as db:
+            return list((await db.exec(query)).all())
+
+    async def settle_review(self, review_id: str, state: str, feedback: str, plan_changes: dict[str, Any]) -> bool:
+        """Decide an open review once, changing its Plan with it; False, and nothing changed, if it was not open."""
+        async with self._sessions() as db:
+            review = await db.get(ReviewRecord, review_id)
+            decided = await db.exec(
+                update(ReviewRecord)
+                .where(col(ReviewRecord.id) == review_id, col(ReviewRecord.state) == "open")
+                .values(state=state, feedback=feedback, decided_at=time.time())
+            )
+            if review is None or decided.rowcount != 1:
+                await db.rollback()
+                return False
+            if plan_changes:
+                await _change(db, PlanRecord, review.plan_id, plan_changes)
+            await db.commit()
+            return True
+
+    async def add_execution(self, execution: ExecutionRecord) -> ExecutionRecord:
+        """Save a new execution; its Plan becomes ``executing`` and its Session is linked, in one transaction."""
+        async with self._sessions() as db:
+            db.add(execution)
+            await _change(db, PlanRecord, execution.plan_id, {"state": "executing"})
+            if execution.session_id:
+                await db.merge(PlanSessionLink(plan_id=execution.plan_id, session_id=execution.session_id, role="executed"))
+            await db.commit()
+            return execution
+
+    async def get_execution(self, execution_id: str) -> ExecutionRecord | None:
+        async with self._sessions() as db:
+            return await db.get(ExecutionRecord, execution_id)
+
+    async def list_executions(self, *, plan_id: str | None = None, states: tuple[str, ...] = ()) -> list[ExecutionRecord]:
+        """Executions, oldest first, of one Plan and/or in the given states."""
+        query = select(ExecutionRecord).order_by(col(ExecutionRecord.created_at))
+        if plan_id is not None:
+            query = query.where(ExecutionRecord.plan_id == plan_id)
+        if states:
+            query = query.where(col(ExecutionRecord.state).in_(states))
+        async with self._sessions() as db:
+            return list((await db.exec(query)).all())
+
+    async def update_execution(
+        self, execution_id: str, plan_changes: dict[str, Any] | None = None, **changes: Any
+    ) -> ExecutionRecord:
+        """Change an execution and, in the same transaction, its Plan."""
+        async with self._sessions() as db:
+            execution = await _change(db, ExecutionRecord, execution_id, changes)
+            if plan_changes:
+                await _change(db, PlanRecord, execution.plan_id, plan_changes)
+            await db.commit()
+            return execution
+
+    async def interrupt_execution(self, execution_id: str, reason: str, **changes: Any) -> ExecutionRecord:
+        """Mark an execution (with ``changes``), its unfinished steps and its Plan interrupted, in one transaction."""
+        async with self._sessions() as db:
+            await db.exec(
+                update(ExecutionStep)
+                .where(col(ExecutionStep.execution_id) == execution_id, col(ExecutionStep.state) == "started")
+                .values(state="interrupted", output=reason, finished_at=time.time())
+            )
+            execution = await _change(db, ExecutionRecord, execution_id, {**changes, "state": "interrupted"})
+            await _change(db, PlanRecord, execution.plan_id, {"state": "interrupted"})
+            await db.commit()
+            return execution
+
+    async def begin_step(self, step: ExecutionStep) -> ExecutionStep:
+        """Record that a step is about to run; committed before it does."""
+        async with self._sessions() as db:
+            db.add(step)
+            await db.commit()
+            return step
+
+    async def end_step(self, step_id: int, state: str, output: str = "", exit_code: int | None = None) -> ExecutionStep:
+        async with self._sessions() as db:
+            step = await _change(db, ExecutionStep, step_id, {"state": state, "output": output, "exit_code": exit_code})
+            await db.commit()
+            return step
+
+    async def execution_steps(self, execution_id: str) -> list[ExecutionStep]:
+        query = select(ExecutionStep).where(ExecutionStep.execution_id == execution_id).order_by(col(ExecutionStep.id))
+        async with self._sessions() as db:
+            return list((await db.exec(query)).all())
+
+
+class Conflict(RuntimeError):
+    """Another writer changed the row first; nothing was written."""
+
+
+async def _change(db: AsyncSession, model: type[SQLModel], key: Any, changes: dict[str, Any]) -> Any:
+    """Set fields of one row in ``db`` (stamping ``updated_at``/``finished_at`` where the table has one)."""
+    row = await db.get(model, key)
+    if row is None:
+        raise KeyError(key)
+    for name, value in changes.items():
+        setattr(row, name, value)
+    for stamp in ("updated_at", "finished_at"):
+        if stamp in model.model_fields:
+            setattr(row, stamp, time.time())
+    db.add(row)
+    return row
 
 
 def _apply(record: SessionRecord, changes: dict[str, Any]) -> None:

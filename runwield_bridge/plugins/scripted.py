@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import AsyncIterator
 
@@ -27,6 +28,12 @@ USD_PER_OUTPUT_TOKEN = 2e-6
 SLOW_CHUNK_DELAY = 0.2
 SLOW_CHUNKS = 15
 _READ = re.compile(r"\bread\s+(\S+)", re.IGNORECASE)
+_INTERVIEW = re.compile(r"\binterview\b", re.IGNORECASE)
+INTERVIEW_QUESTIONS = [
+    {"question": "Which language should the example use?", "options": ["Python", "Rust", "Go"]},
+    {"question": "Should it include tests?", "options": ["Yes", "No"]},
+    {"question": "Anything else I should know?"},
+]
 
 
 def count_tokens(text: str) -> int:
@@ -57,7 +64,7 @@ class ScriptedModel:
             yield call
             yield self._usage(request, "")
             return
-        reply = _reply(prompt, last)
+        reply = _reply(prompt, last, request.messages)
         slow = "slow" in prompt.lower().split()
         pieces = chunks(reply)
         if slow:
@@ -81,6 +88,8 @@ def _last_user_text(messages: tuple[ChatMessage, ...]) -> str:
 
 def _tool_call_for(prompt: str, position: int) -> ToolCallRequest | None:
     lowered = prompt.lower()
+    if _INTERVIEW.search(prompt):
+        return ToolCallRequest(f"call-{position}", "user_interview", {"questions": INTERVIEW_QUESTIONS})
     if "list files" in lowered:
         return ToolCallRequest(f"call-{position}", "list_files", {"path": "."})
     if match := _READ.search(prompt):
@@ -88,11 +97,31 @@ def _tool_call_for(prompt: str, position: int) -> ToolCallRequest | None:
     return None
 
 
-def _reply(prompt: str, last: ChatMessage) -> str:
+def _reply(prompt: str, last: ChatMessage, messages: tuple[ChatMessage, ...]) -> str:
+    if last.role == "tool" and _tool_name(messages, last.tool_call_id) == "user_interview":
+        return _interview_reply(last.text)
     if last.role == "tool":
         lines = [line for line in last.text.splitlines() if line]
         return f"The tool returned {len(lines)} lines:\n{last.text}"
     return f"You said: {prompt}"
+
+
+def _tool_name(messages: tuple[ChatMessage, ...], call_id: str | None) -> str:
+    """The name of the tool the model called with ``call_id``."""
+    calls = (call for message in messages for call in message.tool_calls)
+    return next((call.name for call in calls if call.call_id == call_id), "")
+
+
+def _interview_reply(output: str) -> str:
+    """The answers a `user_interview` call received, in order (or how it ended without them)."""
+    try:
+        result = json.loads(output)
+    except ValueError:
+        return f"The interview could not take place: {output}"
+    listed = "; ".join(f"{n}. {a['answer']}" for n, a in enumerate(result.get("answers", []), 1))
+    if result.get("status") == "answered":
+        return f"Your answers, in order: {listed}."
+    return f"The interview ended without all answers ({result.get('status')})" + (f"; answered so far: {listed}." if listed else ".")
 
 
 SCRIPTED = ModelInfo(

@@ -1,0 +1,218 @@
+"""Browser review of a Plan revision: capability links, one decision per review, and waiters that receive it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import secrets
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+from .plans import PlanBook
+from .store import PlanRecord, ReviewRecord, Store
+
+REVIEW_PATH = "/review/"
+DEFAULT_REVIEW_TTL = 24 * 3600.0
+WAIT_POLL_SECONDS = 1.0
+TOKEN_BYTES = 32
+
+RefusalReason = Literal["unknown", "expired", "superseded", "decided"]
+OutcomeState = Literal["approved", "changes_requested", "expired", "superseded"]
+
+
+@dataclass(frozen=True, slots=True)
+class LineComment:
+    """Feedback on one line of the Plan's markdown."""
+
+    line: int
+    quote: str
+    comment: str
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """What a reviewer wrote: comments on lines, and a general note."""
+
+    general: str = ""
+    lines: tuple[LineComment, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.general.strip() and not self.lines
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, data: str) -> Feedback:
+        raw = json.loads(data or "{}")
+        return cls(raw.get("general", ""), tuple(LineComment(**c) for c in raw.get("lines", ())))
+
+    def as_text(self) -> str:
+        """The feedback as the Agent reads it."""
+        parts = [f"Line {c.line} ({c.quote.strip()}): {c.comment.strip()}" for c in self.lines]
+        if self.general.strip():
+            parts.append(self.general.strip())
+        return "\n".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewLink:
+    """A live review's link: plain text that works in any client, until it expires or the Plan changes."""
+
+    review_id: str
+    plan_id: str
+    revision: int
+    url: str
+    expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewOutcome:
+    """How a review ended; what the waiting Session receives."""
+
+    review_id: str
+    plan_id: str
+    revision: int
+    state: OutcomeState
+    feedback: Feedback
+
+    @property
+    def approved(self) -> bool:
+        return self.state == "approved"
+
+
+@dataclass(frozen=True, slots=True)
+class OpenReview:
+    """A review a valid link opens: the record, its Plan, and the markdown of the reviewed revision."""
+
+    review: ReviewRecord
+    plan: PlanRecord
+    text: str
+
+
+class ReviewRefused(Exception):
+    """The link cannot be used (unknown, expired, superseded or already decided); nothing was changed."""
+
+    def __init__(self, reason: RefusalReason, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class ReviewHub:
+    """Starts reviews, checks their links, records the one decision, and wakes whoever waits for it."""
+
+    def __init__(
+        self,
+        store: Store,
+        plans: PlanBook,
+        link_base: Callable[[], str],
+        ttl: float = DEFAULT_REVIEW_TTL,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.plans = plans
+        self.link_base = link_base
+        self.ttl = ttl
+        self.now = now
+        self._waiters: dict[str, set[asyncio.Future[ReviewOutcome]]] = {}
+        self._links: dict[str, ReviewLink] = {}  # tokens are stored hashed, so only this process can show its links again
+
+    async def start(self, plan_id: str, session_id: str | None = None) -> ReviewLink:
+        """Open a review of the Plan's current revision; any earlier open review of the Plan is superseded."""
+        plan = await self.plans.get(plan_id)
+        token = secrets.token_urlsafe(TOKEN_BYTES)
+        review = ReviewRecord(
+            id=f"rvw_{uuid.uuid4().hex[:16]}", plan_id=plan.id, revision=plan.current_revision,
+            session_id=session_id, token_hash=hash_token(token), expires_at=self.now() + self.ttl,
+        )
+        await self.store.add_review(review)
+        link = ReviewLink(review.id, plan.id, review.revision, f"{self.link_base()}{REVIEW_PATH}{token}", review.expires_at)
+        self._links[review.id] = link
+        return link
+
+    async def live_link(self, plan_id: str) -> ReviewLink | None:
+        """The link of the Plan's open, unexpired review, if this process started it."""
+        latest = next(iter(await self.store.reviews_for_plan(plan_id)), None)
+        if latest is None or latest.state != "open" or self.now() >= latest.expires_at:
+            return None
+        return self._links.get(latest.id)
+
+    async def resolve(self, token: str) -> OpenReview:
+        """The review a link opens, or ReviewRefused saying why it cannot be used."""
+        review = await self.store.find_review(hash_token(token)) if token else None
+        plan = await self.store.get_plan(review.plan_id) if review else None
+        if review is None or plan is None:
+            raise ReviewRefused("unknown", "This review link is not valid. Ask the Agent for a new one with /plan-review.")
+        if plan.current_revision != review.revision:
+            raise ReviewRefused(
+                "superseded",
+                f"This link is for revision {review.revision} of “{plan.title}”, which has been revised since "
+                f"(now revision {plan.current_revision}). Use the newest review link.",
+            )
+        if review.state == "superseded":
+            raise ReviewRefused("superseded", f"A newer review link replaced this one for “{plan.title}”. Use the newest link.")
+        if review.state in ("approved", "changes_requested"):
+            done = "approved" if review.state == "approved" else "sent back with feedback"
+            raise ReviewRefused("decided", f"This review is closed: revision {review.revision} of “{plan.title}” was already {done}.")
+        if review.state == "expired" or self.now() >= review.expires_at:
+            raise ReviewRefused("expired", "This review link has expired. Ask the Agent for a new one with /plan-review.")
+        return OpenReview(review, plan, self.plans.text(plan, review.revision))
+
+    async def approve(self, token: str, notes: Feedback = Feedback()) -> ReviewOutcome:
+        """Approve the reviewed revision (notes, if any, go to the Agent with the approval)."""
+        return await self._decide(token, "approved", notes)
+
+    async def request_changes(self, token: str, feedback: Feedback) -> ReviewOutcome:
+        """Send the revision back with feedback; empty feedback is refused."""
+        if feedback.empty:
+            raise ValueError("Write some feedback, or approve the Plan.")
+        return await self._decide(token, "changes_requested", feedback)
+
+    async def wait(self, review_id: str, poll: float = WAIT_POLL_SECONDS) -> ReviewOutcome:
+        """The review's outcome: at once if already stored, else when decided (here or in another process) or expired."""
+        future: asyncio.Future[ReviewOutcome] = asyncio.get_running_loop().create_future()
+        waiters = self._waiters.setdefault(review_id, set())
+        waiters.add(future)
+        try:
+            while True:
+                if outcome := await self._stored_outcome(review_id):
+                    return outcome
+                with contextlib.suppress(TimeoutError):
+                    return await asyncio.wait_for(asyncio.shield(future), poll)
+        finally:
+            waiters.discard(future)
+            if not waiters:
+                self._waiters.pop(review_id, None)
+
+    async def _decide(self, token: str, state: OutcomeState, feedback: Feedback) -> ReviewOutcome:
+        review = (await self.resolve(token)).review
+        plan_changes = {"state": "approved", "approved_revision": review.revision} if state == "approved" else {"state": state}
+        if not await self.store.settle_review(review.id, state, feedback.to_json(), plan_changes):
+            await self.resolve(token)  # it closed in between: refuse with the reason
+            raise ReviewRefused("decided", "This review was closed while you were reading it.")
+        outcome = ReviewOutcome(review.id, review.plan_id, review.revision, state, feedback)
+        for future in self._waiters.get(review.id, ()):
+            if not future.done():
+                future.set_result(outcome)
+        return outcome
+
+    async def _stored_outcome(self, review_id: str) -> ReviewOutcome | None:
+        review = await self.store.get_review(review_id)
+        if review is None:
+            raise LookupError(f"no review with id {review_id!r}")
+        if review.state == "open":
+            if self.now() < review.expires_at:
+                return None
+            await self.store.settle_review(review.id, "expired", "{}", {"state": "draft"})
+            review = await self.store.get_review(review_id)
+        return ReviewOutcome(review.id, review.plan_id, review.revision, review.state, Feedback.from_json(review.feedback))

@@ -1,0 +1,100 @@
+"""Validation: the project's configured commands, run with captured output and a timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+OUTPUT_LIMIT = 16_000
+DRAIN_SECONDS = 5.0
+
+ValidationState = Literal["passed", "failed", "unvalidated"]
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    """How one validation command ended; ``output`` is the tail of its stdout and stderr."""
+
+    command: str
+    exit_code: int | None
+    output: str
+    seconds: float
+    timed_out: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    def describe(self) -> str:
+        if self.timed_out:
+            return f"`{self.command}` timed out after {self.seconds:.0f}s"
+        if self.passed:
+            return f"`{self.command}` passed"
+        return f"`{self.command}` failed (exit {self.exit_code})"
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationReport:
+    """All commands' results: the outcome reported to the user, whatever the Agent claimed."""
+
+    results: tuple[CommandResult, ...]
+
+    @property
+    def state(self) -> ValidationState:
+        if not self.results:
+            return "unvalidated"
+        return "passed" if all(r.passed for r in self.results) else "failed"
+
+    def summary(self) -> str:
+        if not self.results:
+            return "Not validated: no [validation] commands are configured."
+        passed = sum(r.passed for r in self.results)
+        verdict = "Validation passed" if self.state == "passed" else "Validation failed"
+        return f"{verdict}: {passed} of {len(self.results)} commands passed ({'; '.join(r.describe() for r in self.results)})."
+
+
+def tail(text: str, limit: int = OUTPUT_LIMIT) -> str:
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+async def run_command(command: str, cwd: Path, timeout: float) -> CommandResult:
+    """Run a shell command in its own process group; on timeout or cancellation the whole group is killed."""
+    started = time.monotonic()
+    proc = await asyncio.create_subprocess_shell(
+        command, cwd=cwd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+    )
+    captured = bytearray()
+
+    async def collect() -> None:
+        while data := await proc.stdout.read(65536):
+            captured.extend(data)
+            del captured[: max(0, len(captured) - 4 * OUTPUT_LIMIT)]
+        await proc.wait()
+
+    reader = asyncio.ensure_future(collect())
+    timed_out = False
+    try:
+        await asyncio.wait_for(asyncio.shield(reader), timeout)
+    except TimeoutError:
+        timed_out = True
+        await _stop(proc, reader)
+    except asyncio.CancelledError:
+        await _stop(proc, reader)
+        raise
+    output = tail(captured.decode(errors="replace"))
+    return CommandResult(command, None if timed_out else proc.returncode, output, time.monotonic() - started, timed_out)
+
+
+async def _stop(proc: asyncio.subprocess.Process, reader: asyncio.Future[None]) -> None:
+    """Kill the command's process group and let the reader drain what was written."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    await asyncio.wait({reader}, timeout=DRAIN_SECONDS)
+    reader.cancel()
