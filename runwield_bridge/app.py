@@ -10,6 +10,9 @@ from .core.catalog import ModelCatalog, model_info
 from .core.commands import CommandRegistry
 from .core.interview import USER_INTERVIEW
 from .core.metrics import WorkflowMetrics
+from .core.execution import Executor
+from .core.plans import PlanBook, plan_tools
+from .core.reviews import ReviewHub
 from .core.sessions import SessionHost
 from .core.store import Store
 from .core.tools import BUILTIN_TOOLS
@@ -31,12 +34,15 @@ def build_catalog(settings: Settings, plugins: PluginHost) -> ModelCatalog:
 
 @dataclass
 class App:
-    """Everything a `wld` command needs: settings, plugins, the store and the Session Host."""
+    """Everything a `wld` command needs: settings, plugins, the store, the Session Host and the Plan workflow."""
 
     settings: Settings
     plugins: PluginHost
     store: Store
     host: SessionHost
+    plans: PlanBook
+    reviews: ReviewHub
+    executor: Executor
 
     @classmethod
     async def start(cls, settings: Settings, plugins: PluginHost | None = None) -> App:
@@ -45,6 +51,8 @@ class App:
         tools = [*BUILTIN_TOOLS, USER_INTERVIEW, *(args[0] for args in plugins.collect("register_tools"))]
         commands = CommandRegistry(BUILTIN_COMMANDS, (args[0] for args in plugins.collect("register_commands")))
         store = await Store.open(settings.db_url)
+        plans = PlanBook(store, settings.state_dir)
+        tools = [*tools, *plan_tools(plans)]
         try:
             host = SessionHost(
                 store,
@@ -60,7 +68,10 @@ class App:
         except ValueError as exc:
             await store.close()
             raise ConfigError(f"sessions: {exc}") from None
-        return cls(settings, plugins, store, host)
+        reviews = ReviewHub(store, plans, lambda: settings.web.base_url)
+        validation = settings.validation
+        executor = Executor(store, plans, settings.state_dir, validation.commands, validation.timeout)
+        return cls(settings, plugins, store, host, plans, reviews, executor)
 
     async def close(self) -> None:
         await self.host.shutdown()

@@ -61,6 +61,13 @@ class PluginsConfig(Strict):
     block: list[str] = Field(default_factory=list)
 
 
+class ValidationConfig(Strict):
+    """``[validation]``: the commands an executed Plan must pass in its worktree, each within ``timeout`` seconds."""
+
+    commands: list[str] = Field(default_factory=list)
+    timeout: float = Field(default=900.0, gt=0)
+
+
 class SessionsConfig(Strict):
     """Defaults for new Sessions, and how long a question waits for its answer (seconds; 0 waits forever)."""
 
@@ -81,6 +88,7 @@ class Settings(Strict):
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     web: WebConfig = Field(default_factory=WebConfig)
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)
+    validation: ValidationConfig = Field(default_factory=ValidationConfig)
     channels: dict[str, dict[str, Any]] = Field(default_factory=dict)
     bindings: list[dict[str, Any]] = Field(default_factory=list)
 

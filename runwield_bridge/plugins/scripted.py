@@ -28,6 +28,7 @@ USD_PER_OUTPUT_TOKEN = 2e-6
 SLOW_CHUNK_DELAY = 0.2
 SLOW_CHUNKS = 15
 _READ = re.compile(r"\bread\s+(\S+)", re.IGNORECASE)
+_MAKE_A_PLAN = re.compile(r"\bmake a plan\b(?:\s+(?:to|for|about)\b)?[\s:,-]*(.*)", re.IGNORECASE | re.DOTALL)
 _INTERVIEW = re.compile(r"\binterview\b", re.IGNORECASE)
 INTERVIEW_QUESTIONS = [
     {"question": "Which language should the example use?", "options": ["Python", "Rust", "Go"]},
@@ -86,10 +87,21 @@ def _last_user_text(messages: tuple[ChatMessage, ...]) -> str:
     return next((m.text for m in reversed(messages) if m.role == "user"), "")
 
 
+def scripted_plan(prompt: str) -> dict[str, str]:
+    """The short Plan a prompt containing `make a plan` gets: titled from what follows the phrase."""
+    match = _MAKE_A_PLAN.search(prompt)
+    goal = " ".join((match.group(1) if match else "").split()).rstrip(".!?") or " ".join(prompt.split())
+    title = goal[:1].upper() + goal[1:60]
+    steps = f"1. Read the code this touches.\n2. {title}.\n3. Run the project's validation commands.\n"
+    return {"title": title, "body": f"## Goal\n\n{title}.\n\n## Steps\n\n{steps}"}
+
+
 def _tool_call_for(prompt: str, position: int) -> ToolCallRequest | None:
     lowered = prompt.lower()
     if _INTERVIEW.search(prompt):
         return ToolCallRequest(f"call-{position}", "user_interview", {"questions": INTERVIEW_QUESTIONS})
+    if _MAKE_A_PLAN.search(prompt):
+        return ToolCallRequest(f"call-{position}", "write_plan", scripted_plan(prompt))
     if "list files" in lowered:
         return ToolCallRequest(f"call-{position}", "list_files", {"path": "."})
     if match := _READ.search(prompt):
