@@ -24,5 +24,10 @@ def register_tools(register):
 
 
 @hookspec
+def register_commands(register):
+    """Register slash commands: ``register(command: Command)``; built-in names and aliases win."""
+
+
+@hookspec
 def register_channels(register):
     """Register chat channels for ``[channels.NAME]``: ``register(name, factory: (section: dict, context: ChannelContext) -> Channel)``."""

@@ -30,6 +30,11 @@ def updates(client: WireClient, session_id: str, kind: str | None = None) -> lis
     return [u for u in found if kind is None or u["sessionUpdate"] == kind]
 
 
+def is_chunk(update: dict[str, Any]) -> bool:
+    """A message chunk: what history replays (``available_commands_update`` follows the load answer)."""
+    return update["sessionUpdate"] in ("user_message_chunk", "agent_message_chunk")
+
+
 def reply_text(client: WireClient, session_id: str) -> str:
     return "".join(u["content"]["text"] for u in updates(client, session_id, "agent_message_chunk"))
 
@@ -182,14 +187,16 @@ async def test_a_session_loads_in_a_new_process_with_its_history(tmp_path: Path)
     async with WireClient.spawn([WLD, "acp"], cwd=tmp_path) as second:
         await second.call("initialize", INIT)
         response = await second.request("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
-        replay = [(u["sessionUpdate"], u["content"]["text"]) for u in updates(second, sid)]
+        replay = [(u["sessionUpdate"], u["content"]["text"]) for u in updates(second, sid) if is_chunk(u)]
         assert replay == [
             ("user_message_chunk", "first words"),
             ("agent_message_chunk", "You said: first words"),
             ("user_message_chunk", "second words"),
             ("agent_message_chunk", "You said: second words"),
         ]
-        last_update = max(i for i, m in enumerate(second.messages) if m.get("method") == "session/update")
+        last_update = max(
+            i for i, m in enumerate(second.messages) if m.get("method") == "session/update" and is_chunk(m["params"]["update"])
+        )
         assert second.messages.index(response) > last_update, "history is replayed before the answer"
         options = {o["id"]: o["currentValue"] for o in response["result"]["configOptions"]}
         assert options == {"mode": "build", "model": "scripted", "thought_level": "medium"}
@@ -231,7 +238,7 @@ async def test_delete_archives_reversibly_and_is_idempotent(acp, tmp_path: Path)
 
     before = len(client.notifications)
     await client.call("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
-    replayed = [n["params"]["update"]["sessionUpdate"] for n in client.notifications[before:]]
+    replayed = [u["sessionUpdate"] for n in client.notifications[before:] if is_chunk(u := n["params"]["update"])]
     assert replayed == ["user_message_chunk", "agent_message_chunk"]
     assert sid not in run_wld("sessions"), "loading an archived Session does not unarchive it"
 

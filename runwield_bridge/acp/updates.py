@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from ..core.catalog import BUILTIN_AGENTS, ModelCatalog
+from ..core.commands import Command
 from ..core.events import (
     Event,
     MessageChunk,
     Notice,
+    QuestionAsked,
     SelectionChanged,
     Thought,
     ToolProgress,
@@ -16,6 +20,7 @@ from ..core.events import (
     UserMessage,
 )
 from ..core.store import SessionRecord
+from .menus import render_menu
 
 NOTICE_PREFIX = {"info": "ℹ️ ", "warning": "⚠️ ", "error": "❌ "}
 
@@ -50,7 +55,32 @@ def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> dict[s
     if isinstance(event, SelectionChanged) and catalog is not None:
         options = config_options(catalog, event.agent, event.model, event.reasoning)
         return {"sessionUpdate": "config_option_update", "configOptions": options}
+    if isinstance(event, QuestionAsked):
+        return question_update(render_menu(event.question), event.question_id, "asked")
     return None
+
+
+def question_update(text: str, question_id: str, state: Literal["asked", "unmatched", "other"]) -> dict[str, Any]:
+    """A chat-menu message: the question asked, repeated after a reply that did not match, or asking for Other's text."""
+    return {
+        "sessionUpdate": "agent_message_chunk",
+        "content": _text(text),
+        "messageId": uuid.uuid4().hex,
+        "_meta": {"runwield": {"question": {"id": question_id, "state": state}}},
+    }
+
+
+def commands_update(commands: Sequence[Command]) -> dict[str, Any]:
+    """``available_commands_update`` for a Session's commands; aliases ride in ``_meta``."""
+    available = []
+    for command in commands:
+        entry: dict[str, Any] = {"name": command.name, "description": command.description}
+        if command.hint:
+            entry["input"] = {"hint": command.hint}
+        if command.aliases:
+            entry["_meta"] = {"runwield": {"aliases": list(command.aliases)}}
+        available.append(entry)
+    return {"sessionUpdate": "available_commands_update", "availableCommands": available}
 
 
 def _with_message_id(update: dict[str, Any], message_id: str | None) -> dict[str, Any]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
+from .interactions import Question
+
 StopReason = Literal["end_turn", "cancelled", "max_tokens", "refusal", "error"]
 ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
 
@@ -72,6 +74,15 @@ class SelectionChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class QuestionAsked:
+    """A question shown as a chat menu: the Session's next message answers it."""
+
+    question_id: str
+    question: Question
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class TurnSettled:
     """The turn is over: nothing more will be emitted for it."""
 
@@ -80,4 +91,6 @@ class TurnSettled:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-Event = Union[UserMessage, MessageChunk, Thought, ToolProgress, Usage, Notice, SelectionChanged, TurnSettled]
+Event = Union[
+    UserMessage, MessageChunk, Thought, ToolProgress, Usage, Notice, SelectionChanged, QuestionAsked, TurnSettled
+]

@@ -44,12 +44,13 @@ class ToolSpec:
 
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
-    """Everything a model needs for one request."""
+    """Everything a model needs for one request; ``instructions`` are the Agent's (a system prompt)."""
 
     messages: tuple[ChatMessage, ...]
     tools: tuple[ToolSpec, ...] = ()
     reasoning: str | None = None
     cwd: str = "."
+    instructions: str = ""
 
 
 @dataclass(frozen=True, slots=True)

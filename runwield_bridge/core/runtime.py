@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
-from .events import Event, MessageChunk, Thought, ToolProgress, Usage
+from .events import Event, MessageChunk, Thought, ToolProgress, Usage, UserMessage
+from .interactions import Outcome, Question
 from .models import (
     ChatMessage,
     Model,
@@ -17,21 +20,57 @@ from .models import (
     ThinkingDelta,
     ToolCallRequest,
 )
+from .steering import SteeringInbox
 from .tools import Tool, ToolContext, ToolError
 
 Emit = Callable[[Event], Awaitable[None]]
+Ask = Callable[[Question, str | None], Awaitable[Outcome]]
 MAX_TOOL_ROUNDS = 16
+
+
+def new_message_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass
+class TurnMessage:
+    """A message of the turn, in order: the agent's replies and any steered user input.
+    ``aside`` marks command output, which is shown and replayed but not part of the model's conversation."""
+
+    role: Literal["user", "agent"]
+    text: str
+    message_id: str
+    aside: bool = False
 
 
 @dataclass
 class TurnResult:
     """What a finished (or interrupted) turn produced, for the transcript and the cost ledger."""
 
-    reply: str = ""
     thoughts: str = ""
     cost_usd: float = 0.0
     tool_calls: list[ToolProgress] = field(default_factory=list)
-    message_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    messages: list[TurnMessage] = field(default_factory=list)
+    message_id: str = field(default_factory=new_message_id)
+
+    @property
+    def reply(self) -> str:
+        return "".join(m.text for m in self.messages if m.role == "agent")
+
+    def add_reply(self, text: str, aside: bool = False) -> None:
+        """Add text to the agent message now being written (``message_id``)."""
+        last = self.messages[-1] if self.messages else None
+        if last is not None and last.role == "agent" and last.message_id == self.message_id:
+            last.text += text
+        else:
+            self.messages.append(TurnMessage("agent", text, self.message_id, aside))
+
+    def add_steering(self, text: str) -> str:
+        """Record steered user input; the agent's next words start a new message. Returns the input's message id."""
+        message_id = new_message_id()
+        self.messages.append(TurnMessage("user", text, message_id))
+        self.message_id = new_message_id()
+        return message_id
 
 
 @dataclass
@@ -46,16 +85,24 @@ class TurnRunner:
     base_cost: float
     emit: Emit
     result: TurnResult = field(default_factory=TurnResult)
+    instructions: str = ""
+    ask: Ask | None = None
+    steering: SteeringInbox = field(default_factory=SteeringInbox)
 
     async def run(self, history: Sequence[ChatMessage], prompt: str) -> TurnResult:
-        """Run until the model stops calling tools. Partial output stays in `result` if cancelled."""
+        """Run until the model stops calling tools and no steered input waits. Partial output stays in `result` if cancelled."""
         messages = [*history, ChatMessage("user", prompt)]
         by_name = {tool.spec.name: tool for tool in self.tools}
+        specs = tuple(t.spec for t in self.tools)
         for _ in range(MAX_TOOL_ROUNDS):
-            request = ModelRequest(tuple(messages), tuple(t.spec for t in self.tools), self.reasoning, str(self.cwd))
+            await self._take_steering(messages)
+            request = ModelRequest(tuple(messages), specs, self.reasoning, str(self.cwd), self.instructions)
             calls, text = await self._stream(request)
             if not calls:
-                return self.result
+                if not self.steering:
+                    return self.result
+                messages.append(ChatMessage("assistant", text))
+                continue
             messages.append(ChatMessage("assistant", text, tool_calls=tuple(calls)))
             for call in calls:
                 output = await self._run_tool(by_name.get(call.name), call)
@@ -63,21 +110,32 @@ class TurnRunner:
         await self.emit(MessageChunk("\n(stopped: too many tool calls in one turn)", self.result.message_id))
         return self.result
 
+    async def _take_steering(self, messages: list[ChatMessage]) -> None:
+        """Move steered input into the conversation: once, as user messages, each shown as one user message."""
+        for text in self.steering.take():
+            messages.append(ChatMessage("user", text))
+            await self.emit(UserMessage(text, self.result.add_steering(text)))
+
     async def _stream(self, request: ModelRequest) -> tuple[list[ToolCallRequest], str]:
+        """Stream one model response. Steered input pre-empts a reply that is only text so far."""
         calls: list[ToolCallRequest] = []
         text: list[str] = []
-        async for event in self.model.stream(request):
-            if isinstance(event, TextDelta):
-                text.append(event.text)
-                self.result.reply += event.text
-                await self.emit(MessageChunk(event.text, self.result.message_id))
-            elif isinstance(event, ThinkingDelta):
-                self.result.thoughts += event.text
-                await self.emit(Thought(event.text))
-            elif isinstance(event, ToolCallRequest):
-                calls.append(event)
-            elif isinstance(event, ModelUsage):
-                await self._usage(event)
+        stream = self.model.stream(request)
+        async with contextlib.aclosing(stream) if hasattr(stream, "aclose") else contextlib.nullcontext(stream):
+            async for event in stream:
+                if isinstance(event, TextDelta):
+                    text.append(event.text)
+                    self.result.add_reply(event.text)
+                    await self.emit(MessageChunk(event.text, self.result.message_id))
+                elif isinstance(event, ThinkingDelta):
+                    self.result.thoughts += event.text
+                    await self.emit(Thought(event.text))
+                elif isinstance(event, ToolCallRequest):
+                    calls.append(event)
+                elif isinstance(event, ModelUsage):
+                    await self._usage(event)
+                if self.steering and not calls:
+                    break
         return calls, "".join(text)
 
     async def _usage(self, usage: ModelUsage) -> None:
@@ -96,10 +154,17 @@ class TurnRunner:
         try:
             if tool is None:
                 raise ToolError(f"unknown tool {call.name!r}")
-            output = await tool.run(call.arguments, ToolContext(self.session_id, self.cwd))
+            output = await tool.run(call.arguments, ToolContext(self.session_id, self.cwd, self._asker(call.call_id)))
         except ToolError as exc:
             status, output = "failed", str(exc)
         final = ToolProgress(call.call_id, title, kind, status, output=output)
         self.result.tool_calls.append(final)
         await self.emit(final)
         return output
+
+    def _asker(self, call_id: str) -> Callable[[Question], Awaitable[Outcome]] | None:
+        """How the tool call ``call_id`` asks the user, if this turn can ask."""
+        if self.ask is None:
+            return None
+        ask = self.ask
+        return lambda question: ask(question, call_id)

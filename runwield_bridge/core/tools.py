@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .interactions import Outcome, Question
 from .models import ToolSpec
 
 MAX_READ_BYTES = 64 * 1024
@@ -14,10 +15,11 @@ MAX_READ_BYTES = 64 * 1024
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """Where a tool runs."""
+    """Where a tool runs, and how it asks the user a question (None where nobody can be asked)."""
 
     session_id: str
     cwd: Path
+    ask: Callable[[Question], Awaitable[Outcome]] | None = None
 
 
 ToolFunc = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
