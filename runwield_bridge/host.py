@@ -19,6 +19,7 @@ log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "runwield_bridge"
 DEFAULT_PLUGINS: tuple[str, ...] = (
     "runwield_bridge.plugins.scripted",
+    "runwield_bridge.plugins.providers",
     "runwield_bridge.channels.console",
     "runwield_bridge.channels.telegram",
 )
