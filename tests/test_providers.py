@@ -19,6 +19,7 @@ from genai_prices import calc_price
 
 from runwield_bridge.app import App
 from runwield_bridge.config import load_settings
+from runwield_bridge.core.catalog import agent_profile
 from runwield_bridge.core.events import Event, MessageChunk, Notice, Thought, ToolProgress, TurnSettled, Usage
 
 
@@ -130,13 +131,14 @@ async def test_openai_tool_call_runs_through_our_turn_runner(tmp_path: Path, ope
     assert second["messages"][:-2] == first["messages"]
 
 
-async def test_openai_second_turn_sends_the_history(tmp_path: Path, openai_fake: OpenAIFake) -> None:
+async def test_openai_second_turn_sends_the_instructions_and_history(tmp_path: Path, openai_fake: OpenAIFake) -> None:
     openai_fake.queue(Reply(text=("Nice", " to meet you")), Reply(text=("Ada",)))
     async with open_session(tmp_path, model_entry("openai", "llama3.1", openai_fake.base_url)) as chat:
         await chat.send("my name is Ada")
         settled, events = await chat.send("what is my name?")
     assert settled.stop_reason == "end_turn" and chunks(events) == ["Ada"]
-    conversation = [m for m in openai_fake.last_call("chat.completions")["messages"] if m["role"] != "system"]
+    system, *conversation = openai_fake.last_call("chat.completions")["messages"]
+    assert system == {"role": "system", "content": agent_profile("build").instructions}, "the Agent's instructions"
     assert conversation == [
         {"role": "user", "content": "my name is Ada"},
         {"role": "assistant", "content": "Nice to meet you"},
