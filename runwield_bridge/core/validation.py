@@ -33,7 +33,7 @@ class CommandResult:
 
     def describe(self) -> str:
         if self.timed_out:
-            return f"`{self.command}` timed out after {self.seconds:.0f}s"
+            return f"`{self.command}` timed out after {round(self.seconds, 1):g}s"
         if self.passed:
             return f"`{self.command}` passed"
         return f"`{self.command}` failed (exit {self.exit_code})"
