@@ -10,9 +10,11 @@ TERMINAL_ONLY = ("copy", "theme", "quit", "exit", "new", "resume", "login")
 
 
 async def choose(ctx: CommandContext, wanted: str, prompt: str, choices: list[Choice], what: str) -> str | None:
-    """The value named in the arguments, else the one the user picks; None (after saying why) if none is picked."""
+    """The value named in the arguments (by value or label, any case), else the one the user picks;
+    None (after saying why) if none is picked."""
     if wanted:
-        return wanted
+        key = wanted.casefold()
+        return next((c.value for c in choices if key in (c.value.casefold(), c.label.casefold())), wanted)
     outcome: Outcome = await ctx.ask(select(prompt, choices))
     if outcome.answered and outcome.value is not None:
         return outcome.value

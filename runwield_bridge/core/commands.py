@@ -168,8 +168,8 @@ def first_line(body: str) -> str:
 
 async def _expand_template(body: str, ctx: CommandContext, args: str) -> str:
     if "$ARGUMENTS" in body:
-        return body.replace("$ARGUMENTS", args)
-    return f"{body.rstrip()}\n\n{args}" if args else body
+        return body.replace("$ARGUMENTS", args).strip()
+    return f"{body.strip()}\n\n{args}" if args else body.strip()
 
 
 async def _use_skill(name: str, body: str, ctx: CommandContext, args: str) -> str:
