@@ -10,14 +10,15 @@ from .contract import Conversation, Sender
 
 
 class Allowlist:
-    """A person is allowed if their id is listed, or the chat they write in is; nobody else is."""
+    """A person is allowed if their id is listed, or one of their roles is, or the chat they write in is; nobody else is."""
 
-    def __init__(self, users: Iterable[str], chats: Iterable[str]) -> None:
+    def __init__(self, users: Iterable[str], chats: Iterable[str], roles: Iterable[str] = ()) -> None:
         self.users = frozenset(users)
         self.chats = frozenset(chats)
+        self.roles = frozenset(roles)
 
     def allows(self, sender: Sender, conversation: Conversation) -> bool:
-        return sender.id in self.users or conversation.chat in self.chats
+        return sender.id in self.users or conversation.chat in self.chats or not self.roles.isdisjoint(sender.roles)
 
 
 class NoticeThrottle:

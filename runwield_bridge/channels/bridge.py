@@ -26,7 +26,7 @@ from .allowlist import Allowlist, NoticeThrottle, stranger_notice
 from .background import Background
 from .bindings import BindingStore
 from .commands import BRIDGE_COMMANDS, Command, parse_command
-from .contract import ButtonPress, Channel, Conversation, IncomingMessage, MenuCommand, ReplyView
+from .contract import ButtonPress, Channel, Conversation, IncomingMessage, MenuCommand, ModelChoice, ModelMenu, ReplyView, Sender
 from .delivery import deliver
 from .interactions import Interactions, Outcome, Question
 from .questions import Unsupported, parse_request, run_form, run_url
@@ -86,16 +86,22 @@ class ConversationState:
     agent: str | None = None
     session_id: str | None = None
     cwd: str | None = None
-    model: str | None = None
-    turn: asyncio.Task[None] | None = None
+    model_option: Any = None
+    """The session's model config option (a ``select``), as the agent last described it."""
+    prompting: bool = False
     view: ReplyView | None = None
     replay: Replay | None = None
     agent_commands: tuple[MenuCommand, ...] = ()
     menu: tuple[MenuCommand, ...] = ()
 
     @property
+    def model(self) -> str | None:
+        return self.model_option.current_value if self.model_option is not None else None
+
+    @property
     def running(self) -> bool:
-        return self.turn is not None and not self.turn.done()
+        """Whether the agent is working on a prompt (the reply may still be rendering after it is done)."""
+        return self.prompting
 
 
 class ChannelInbox:
@@ -127,6 +133,22 @@ class ChannelInbox:
     def awaiting_answer(self, conversation: Conversation) -> bool:
         return self.bridge.interactions.has_open(conversation)
 
+    def allows(self, sender: Sender, conversation: Conversation) -> bool:
+        return self.bridge.allows(self.channel, sender, conversation)
+
+    async def is_bound(self, conversation: Conversation) -> bool:
+        return await self.bridge.is_bound(conversation)
+
+    async def models(self, conversation: Conversation) -> ModelMenu | None:
+        state = await self.bridge.open_state(self.channel, conversation)
+        async with state.lock:
+            return await self.bridge.models(state)
+
+    async def choose_model(self, conversation: Conversation, value: str) -> str:
+        state = await self.bridge.open_state(self.channel, conversation)
+        async with state.lock:
+            return await self.bridge.choose_model(state, value)
+
 
 class Bridge:
     """Binds conversations to sessions; one AgentLink (one ACP connection) per configured agent."""
@@ -146,6 +168,7 @@ class Bridge:
         self.interactions = Interactions()
         self.background = Background("bridge")
         self._states: dict[str, ConversationState] = {}
+        self._turns: set[asyncio.Task[None]] = set()
         self._by_session: dict[tuple[str, str], ConversationState] = {}
         self._allowlists: dict[str, Allowlist] = {}
         self._notices: dict[str, NoticeThrottle] = {}
@@ -157,13 +180,13 @@ class Bridge:
         """Register a channel; returns the inbox its listener hands updates to."""
         settings = channel.settings
         self._check_agent(settings.agent, f"channels.{channel.name}.agent")
-        self._allowlists[channel.name] = Allowlist(settings.allowed_users, settings.allowed_chats)
+        self._allowlists[channel.name] = settings.allowlist()
         self._notices[channel.name] = NoticeThrottle(settings.stranger_notice_interval)
         return ChannelInbox(self, channel)
 
     async def close(self, grace: float = 5.0) -> None:
         """Cancel running turns (waiting ``grace`` seconds for them to settle), then stop the agents."""
-        turns = [state.turn for state in self._states.values() if state.running and state.turn is not None]
+        turns = list(self._turns)
         for state in list(self._states.values()):
             if state.running:
                 await self.cancel(state)
@@ -183,7 +206,7 @@ class Bridge:
         conversation, sender = message.conversation, message.sender
         if not message.text.strip() and not message.images:
             return None
-        if not self._allowlists[channel.name].allows(sender, conversation):
+        if not self.allows(channel, sender, conversation):
             if self._notices[channel.name].should_notify(sender.id):
                 await self._say(channel, conversation, stranger_notice(channel.name, sender, conversation))
             return None
@@ -206,13 +229,26 @@ class Bridge:
             except BridgeError as exc:
                 await self._say(channel, conversation, str(exc))
                 return None
-            state.turn = asyncio.create_task(self._turn(state, link, blocks), name=f"turn:{conversation.key}")
-            return state.turn
+            state.prompting = True
+            turn = asyncio.create_task(self._turn(state, link, blocks), name=f"turn:{conversation.key}")
+            self._turns.add(turn)
+            turn.add_done_callback(self._turns.discard)
+            return turn
 
     def receive_press(self, channel: Channel, press: ButtonPress) -> str:
-        if not self._allowlists[channel.name].allows(press.sender, press.conversation):
+        if not self.allows(channel, press.sender, press.conversation):
             return "Only people on this bot's allowlist can answer."
         return self.interactions.press(press.data, press.sender)
+
+    def allows(self, channel: Channel, sender: Sender, conversation: Conversation) -> bool:
+        return self._allowlists[channel.name].allows(sender, conversation)
+
+    async def is_bound(self, conversation: Conversation) -> bool:
+        """Whether the conversation has a session, live or stored (without reading the store when it is live)."""
+        state = self._states.get(conversation.key)
+        if state is not None and state.restored:
+            return state.session_id is not None
+        return await self.bindings.get_binding(conversation.key) is not None
 
     async def open_state(self, channel: Channel, conversation: Conversation) -> ConversationState:
         """The conversation's state with its stored binding read (for channels' direct calls)."""
@@ -248,7 +284,7 @@ class Bridge:
         except RequestError as exc:
             raise BridgeError(f"Agent {name} could not start a session: {describe_error(exc)}") from None
         link.loaded.add(response.session_id)
-        state.model = _model(response.config_options)
+        state.model_option = _model_option(response.config_options)
         await self._persist(state, name, response.session_id, workdir)
         return response.session_id
 
@@ -279,6 +315,25 @@ class Bridge:
                 pass
         return True
 
+    async def models(self, state: ConversationState) -> ModelMenu | None:
+        """The session's model choices, opening the session if needed; None if its agent offers none."""
+        await self._ready_session(state)
+        option = state.model_option
+        return ModelMenu(option.current_value, _model_choices(option)) if option is not None else None
+
+    async def choose_model(self, state: ConversationState, value: str) -> str:
+        """Switch the session's model through ``session/set_config_option``; returns what to tell the person."""
+        link = await self._ready_session(state)
+        if state.model_option is None:
+            raise BridgeError(f"Agent {link.name} offers no model choice for this session.")
+        assert link.conn is not None and state.session_id is not None
+        try:
+            response = await link.conn.set_config_option(config_id=state.model_option.id, session_id=state.session_id, value=value)
+        except RequestError as exc:
+            raise BridgeError(f"The model was not changed: {describe_error(exc)}") from None
+        state.model_option = _model_option(response.config_options) or state.model_option
+        return f"Model: {state.model}"
+
     async def _ready_session(self, state: ConversationState) -> AgentLink:
         """The link of the conversation's session, opening (new) or reopening (load) it as needed."""
         if state.session_id is None:
@@ -293,12 +348,12 @@ class Bridge:
         return link
 
     async def _load(self, state: ConversationState, link: AgentLink, session_id: str, cwd: str, replay: Replay) -> Replay:
+        conn = await self._connection(link)
         if not link.can_load:
             raise BridgeError(
                 f"Agent {link.name} cannot reopen sessions (it does not offer session/load), so session "
                 f"{session_id} cannot be continued here. Nothing was sent. Send /new to start a new session."
             )
-        conn = await self._connection(link)
         key = (link.name, session_id)
         previous = self._by_session.get(key)
         self._by_session[key] = state
@@ -317,7 +372,7 @@ class Bridge:
         finally:
             state.replay = None
         link.loaded.add(session_id)
-        state.model = _model(response.config_options if response else None) or state.model
+        state.model_option = _model_option(response.config_options if response else None) or state.model_option
         return replay
 
     async def _connection(self, link: AgentLink) -> Any:
@@ -381,8 +436,10 @@ class Bridge:
             error = "The bridge stopped during this turn."
             raise
         finally:
+            state.prompting = False
             self.interactions.cancel(conversation)
-            state.view = None
+            if state.view is view:
+                state.view = None
             await asyncio.shield(view.finish(stop_reason, error))
 
     # -- from agents (the ACP client side) -------------------------------------
@@ -399,7 +456,7 @@ class Bridge:
             state.agent_commands = tuple(MenuCommand(c.name, c.description) for c in update.available_commands)
             self.background.spawn(self._refresh_menu(state), f"menu:{state.conversation.key}")
         elif kind == "config_option_update":
-            state.model = _model(update.config_options) or state.model
+            state.model_option = _model_option(update.config_options) or state.model_option
         elif state.view is not None:
             state.view.update(update)
 
@@ -508,11 +565,15 @@ def describe_error(exc: BaseException) -> str:
     return f"{exc}: {details}" if details else str(exc) or type(exc).__name__
 
 
-def _model(options: Any) -> str | None:
-    for option in options or ():
-        if getattr(option, "category", None) == "model":
-            return getattr(option, "current_value", None)
-    return None
+def _model_option(options: Any) -> Any:
+    """The ``select`` config option of category ``model``, if the agent offers one."""
+    return next((o for o in options or () if getattr(o, "category", None) == "model" and getattr(o, "type", None) == "select"), None)
+
+
+def _model_choices(option: Any) -> tuple[ModelChoice, ...]:
+    """A select option's values, groups flattened."""
+    flat = [choice for entry in option.options for choice in getattr(entry, "options", None) or (entry,)]
+    return tuple(ModelChoice(c.value, c.name, c.description or "") for c in flat)
 
 
 def _absolute(path: str) -> str:

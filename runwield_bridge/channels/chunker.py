@@ -22,7 +22,8 @@ def utf16_weight(char: str) -> int:
     return 2 if ord(char) > 0xFFFF else 1
 
 
-def _one(_: str) -> int:
+def char_weight(_: str) -> int:
+    """Every character counts as one."""
     return 1
 
 
@@ -45,7 +46,7 @@ class _Break:
     fence: Fence | None
 
 
-def split_message(text: str, limit: int, weight: Weight = _one) -> list[str]:
+def split_message(text: str, limit: int, weight: Weight = char_weight) -> list[str]:
     """Pieces of ``text``, each of at most ``limit`` by ``weight``; whitespace-only input gives none."""
     if limit < 16:
         raise ValueError("limit must be at least 16")

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .chunker import Weight, char_weight
+
 if TYPE_CHECKING:
     from ..web.server import WebServer
     from .settings import ChannelSettings
@@ -30,8 +32,8 @@ class Capabilities:
     command_menu: bool = False
     full_history: bool = False
     """Show a resumed session's history in full (a terminal) rather than as a one-message summary."""
-    utf16: bool = False
-    """Message length is counted in UTF-16 code units (Telegram), not characters."""
+    weight: Weight = char_weight
+    """What one character costs against ``max_message_length`` (Telegram: UTF-16 units; Slack: bytes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +59,8 @@ class Sender:
     name: str
     display_name: str = ""
     is_bot: bool = False
+    roles: tuple[str, ...] = ()
+    """The sender's roles where the platform has them (Discord), for role allowlists."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +117,23 @@ class MenuCommand:
     description: str
 
 
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """One model a session can switch to (a value of the agent's model config option)."""
+
+    value: str
+    name: str
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelMenu:
+    """The models a session offers, and which one it uses now."""
+
+    current: str | None
+    choices: tuple[ModelChoice, ...]
+
+
 class RateLimited(Exception):
     """The platform refused a send or edit for now; try again after ``retry_after`` seconds."""
 
@@ -151,6 +172,18 @@ class Inbox(Protocol):
 
     def awaiting_answer(self, conversation: Conversation) -> bool:
         """Whether a question or permission request waits for a typed answer here."""
+
+    def allows(self, sender: Sender, conversation: Conversation) -> bool:
+        """Whether the allowlist lets this person in here (e.g. before opening a thread for them)."""
+
+    async def is_bound(self, conversation: Conversation) -> bool:
+        """Whether the conversation has a session, so its messages need not mention the bot."""
+
+    async def models(self, conversation: Conversation) -> ModelMenu | None:
+        """The session's model choices (opening the session if needed); None if the agent offers none (raises BridgeError)."""
+
+    async def choose_model(self, conversation: Conversation, value: str) -> str:
+        """Switch the session's model; returns what to tell the person (raises BridgeError)."""
 
 
 class Channel(Protocol):

@@ -7,6 +7,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import Field, ValidationError, field_validator
 
 from ..config import ConfigError, Strict, describe_errors
+from .allowlist import Allowlist
 
 Id = int | str
 
@@ -28,6 +29,10 @@ class ChannelSettings(Strict):
     @classmethod
     def _ids_as_strings(cls, values: list[Id]) -> list[str]:
         return [str(value) for value in values]
+
+    def allowlist(self) -> Allowlist:
+        """Who may reach an agent through this channel."""
+        return Allowlist(self.allowed_users, self.allowed_chats)
 
 
 class BindingRoute(Strict):

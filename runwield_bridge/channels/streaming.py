@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .budget import ChatBudget, Clock
-from .chunker import split_message, utf16_weight
+from .chunker import split_message
 from .contract import Button, Channel, Conversation, MessageRef, RateLimited
 
 log = logging.getLogger(__name__)
@@ -158,11 +158,10 @@ class StreamingReply:
         text = self.document.render()
         if not text:
             return []
-        limit = self.channel.capabilities.max_message_length
-        weight = utf16_weight if self.channel.capabilities.utf16 else (lambda _: 1)
-        pieces = split_message(text if self._final else text + CURSOR, limit, weight)
+        capabilities = self.channel.capabilities
+        pieces = split_message(text if self._final else text + CURSOR, capabilities.max_message_length, capabilities.weight)
         buttons: tuple[Button, ...] = ()
-        if self._final and self.channel.capabilities.url_buttons:
+        if self._final and capabilities.url_buttons:
             buttons = tuple(Button(title, url=url) for url, title in self.document.links)
         return [(piece, buttons if i == len(pieces) - 1 else ()) for i, piece in enumerate(pieces)]
 

@@ -30,6 +30,7 @@ from telegram.warnings import PTBDeprecationWarning
 
 from ..background import Background
 from ..budget import Budgets
+from ..chunker import utf16_weight
 from ..commands import BRIDGE_COMMANDS
 from ..contract import Button, Capabilities, ChannelContext, Conversation, Inbox, MenuCommand, MessageRef, RateLimited
 from ..dedupe import RecentKeys
@@ -54,7 +55,7 @@ class TelegramChannel:
 
     name = "telegram"
     capabilities = Capabilities(
-        max_message_length=4096, edits=True, buttons=True, url_buttons=True, threads=True, command_menu=True, utf16=True
+        max_message_length=4096, edits=True, buttons=True, url_buttons=True, threads=True, command_menu=True, weight=utf16_weight
     )
 
     def __init__(self, settings: TelegramSettings, context: ChannelContext) -> None:

@@ -1,0 +1,102 @@
+"""The Bridge as an ACP client: third-party agents, plugin channels, sessions that cannot be reopened."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+
+from runwield_bridge.acp.client import CommandAgent
+from runwield_bridge.app import App
+from runwield_bridge.channels.bindings import MemoryBindings
+from runwield_bridge.channels.bridge import Bridge
+from runwield_bridge.channels.contract import Capabilities, Conversation, IncomingMessage, Sender
+from runwield_bridge.channels.runner import BridgeService
+from runwield_bridge.config import AgentConfig, Settings
+from runwield_bridge.hookspecs import hookimpl
+from runwield_bridge.host import load_plugins
+from tests.bridge_kit import FAST_BACKOFF, RecordingChannel
+
+REPO = Path(__file__).resolve().parent.parent
+ECHO_AGENT = REPO / "bench" / "echo_agent.mjs"
+HERE = Conversation("memory", "1")
+ME = Sender("me", "me")
+
+
+def typescript_echo_agent() -> CommandAgent:
+    node = shutil.which("node")
+    if node is None or not (REPO / "node_modules" / "@agentclientprotocol" / "sdk").is_dir():
+        pytest.skip("node and the npm package @agentclientprotocol/sdk are needed (npm ci)")
+    return CommandAgent(AgentConfig(command=[node, str(ECHO_AGENT)], cwd=str(REPO)))
+
+
+async def say(channel: RecordingChannel, text: str) -> None:
+    turn = await channel.inbox.receive_message(IncomingMessage(HERE, ME, text))
+    if turn is not None:
+        await asyncio.wait_for(turn, 10)
+
+
+async def test_the_bridge_drives_the_official_typescript_sdk_agent() -> None:
+    bindings = MemoryBindings()
+    bridge = Bridge({"echo": typescript_echo_agent()}, bindings, start_timeout=10, backoff=FAST_BACKOFF)
+    channel = RecordingChannel(agent="echo")
+    channel.inbox = bridge.add_channel(channel)
+    try:
+        await say(channel, "hello from the bridge")
+        assert await channel.wait_for("hello from the bridge") == "hello from the bridge"
+        session = (await bindings.get_binding(HERE.key)).acp_session_id
+        await say(channel, "/status")
+        assert f"Session: {session}" in await channel.wait_for("Agent: echo (connected)")
+    finally:
+        await bridge.close()
+
+    restarted = Bridge({"echo": typescript_echo_agent()}, bindings, start_timeout=10, backoff=FAST_BACKOFF)
+    channel = RecordingChannel(agent="echo")
+    channel.inbox = restarted.add_channel(channel)
+    try:
+        await say(channel, "are you there")
+        told = await channel.wait_for("cannot reopen sessions")
+        assert session in told and "Nothing was sent" in told
+        assert (await bindings.get_binding(HERE.key)).acp_session_id == session, "no new session was started silently"
+        await say(channel, "/new")
+        await channel.wait_for("New session")
+        await say(channel, "fresh start")
+        await channel.wait_for("fresh start")
+    finally:
+        await restarted.close()
+
+
+async def test_a_channel_registered_through_register_channels_is_run_by_wld_bridge(tmp_path: Path) -> None:
+    class MemoryChannelPlugin:
+        @hookimpl
+        def register_channels(self, register) -> None:
+            register("memory", lambda section, context: RecordingChannel(Capabilities(max_message_length=4000), **section))
+
+    plugins = load_plugins()
+    plugins.register(MemoryChannelPlugin(), "memory-channel")
+    settings = Settings.model_validate({"channels": {"memory": {"sender_context": "always"}}})
+    app = await App.start(settings, plugins)
+    try:
+        async with BridgeService(settings, plugins, app.store, app.host) as service:
+            [channel] = service.channels
+            await asyncio.wait_for(channel.changed.wait(), 5)
+            await say(channel, "hi from a plugin channel")
+            reply = await channel.wait_for("You said:")
+            assert "<sender_context>" in reply and "hi from a plugin channel" in reply
+    finally:
+        await app.close()
+
+
+async def test_an_agent_that_cannot_start_is_reported_and_nothing_is_sent() -> None:
+    missing = CommandAgent(AgentConfig(command=["/nonexistent/agent-binary"]))
+    bridge = Bridge({"ghost": missing}, MemoryBindings(), start_timeout=5, backoff=FAST_BACKOFF)
+    channel = RecordingChannel(agent="ghost")
+    channel.inbox = bridge.add_channel(channel)
+    try:
+        await say(channel, "anyone?")
+        told = await channel.wait_for("Agent ghost is not available")
+        assert "No such file" in told and "Nothing was sent" in told
+    finally:
+        await bridge.close()

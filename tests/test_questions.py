@@ -1,0 +1,102 @@
+"""Forms in chat: which become buttons, how typed answers are read, what is refused and why."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from acp.schema import ElicitationSchema
+
+from runwield_bridge.channels.contract import Capabilities, Conversation, Sender
+from runwield_bridge.channels.interactions import Answer, Interactions, InvalidAnswer, Outcome, Question
+from runwield_bridge.channels.questions import Unsupported, form_fields, parse_request, parse_value, run_form, single_choice
+from tests.bridge_kit import RecordingChannel
+
+HERE = Conversation("memory", "1")
+ME = Sender("me", "me")
+
+
+def schema(properties: dict, required: list[str] | None = None) -> ElicitationSchema:
+    return ElicitationSchema.model_validate({"type": "object", "properties": properties, "required": required or []})
+
+
+def test_a_single_choice_of_two_to_four_options_is_for_buttons() -> None:
+    assert single_choice(form_fields(schema({"c": {"type": "string", "enum": ["a", "b"]}})))
+    assert single_choice(form_fields(schema({"ok": {"type": "boolean"}})))
+    assert not single_choice(form_fields(schema({"c": {"type": "string", "enum": list("abcde")}})))
+    assert not single_choice(form_fields(schema({"c": {"type": "string", "enum": ["a", "b"]}, "d": {"type": "string"}})))
+
+
+def test_typed_answers_are_checked_against_the_schema() -> None:
+    [name, age, tags, when] = form_fields(
+        schema(
+            {
+                "name": {"type": "string", "minLength": 2, "maxLength": 5},
+                "age": {"type": "integer", "minimum": 0, "maximum": 130},
+                "tags": {"type": "array", "items": {"anyOf": [{"const": "x", "title": "Ex"}, {"const": "y", "title": "Why"}]}, "maxItems": 2},
+                "when": {"type": "string", "format": "date"},
+            },
+            ["name", "age"],
+        )
+    )
+    assert parse_value(name, " Ann ") == "Ann"
+    assert parse_value(age, "41") == 41
+    assert parse_value(tags, "2, 1") == ["y", "x"]
+    assert parse_value(when, "2026-11-30") == "2026-11-30"
+    assert parse_value(when, "-") == "-", "an optional field can be skipped"
+    for field, bad in [(name, "A"), (name, "Annabel"), (age, "old"), (age, "200"), (tags, "3"), (when, "tomorrow"), (name, "-")]:
+        with pytest.raises(InvalidAnswer):
+            parse_value(field, bad)
+
+
+@pytest.mark.parametrize(
+    ("params", "reason"),
+    [
+        ({"sessionId": "s", "mode": "telepathy", "message": "?"}, "mode 'telepathy'"),
+        ({"sessionId": "s", "mode": "form", "message": "?", "requestedSchema": "nope"}, "malformed"),
+        ({"sessionId": "s", "mode": "url", "message": "?"}, "malformed"),
+    ],
+)
+def test_unsupported_and_malformed_requests_are_refused_with_a_reason(params: dict, reason: str) -> None:
+    with pytest.raises(Unsupported, match=reason):
+        parse_request(params)
+
+
+def test_fields_a_chat_cannot_ask_for_are_refused() -> None:
+    with pytest.raises(Unsupported, match="cannot ask"):
+        form_fields(schema({"blob": {"type": "_binary"}}))
+    with pytest.raises(Unsupported, match="not defined"):
+        form_fields(schema({}, ["ghost"]))
+
+
+async def test_a_form_is_answered_by_the_next_messages_and_can_be_declined() -> None:
+    channel = RecordingChannel(Capabilities(max_message_length=1000, buttons=False, edits=False))
+    interactions = Interactions()
+
+    async def ask(question: Question, timeout: float) -> Answer:
+        return await interactions.ask(channel, HERE, question, timeout)
+
+    form = schema({"name": {"type": "string"}, "colour": {"type": "string", "enum": ["red", "blue"]}}, ["name", "colour"])
+    result = asyncio.create_task(run_form("Tell me", form, ask, 5))
+    await channel.wait_for("1/2. name")
+    assert interactions.offer_text(HERE, "Bo", ME) is None
+    await channel.wait_for("2/2. colour")
+    assert "Please reply with a number" in (interactions.offer_text(HERE, "purple", ME) or "")
+    assert interactions.offer_text(HERE, "2", ME) is None
+    assert await result == {"action": "accept", "content": {"name": "Bo", "colour": "blue"}}
+
+    cancelled = asyncio.create_task(run_form("Again", form, ask, 5))
+    await channel.wait_for("Again")
+    assert interactions.cancel(HERE) == 1
+    assert await cancelled == {"action": "cancel"}
+
+
+async def test_an_unanswered_question_expires_and_a_stale_button_says_so() -> None:
+    channel = RecordingChannel()
+    interactions = Interactions()
+    answer = await interactions.ask(channel, HERE, Question("Sure?", options=("Yes", "No")), timeout=0.05)
+    assert answer.outcome is Outcome.EXPIRED
+    [(_, buttons)] = list(channel.messages.values())[:1]
+    assert buttons == (), "the buttons are taken away once the question is over"
+    assert "No answer in time" in channel.texts()[0]
+    assert interactions.press("wld:deadbeef:0", ME) == "This question is no longer open."

@@ -1,0 +1,87 @@
+"""A streamed reply: one placeholder edited as text arrives, split when long, nothing lost to a 429."""
+
+from __future__ import annotations
+
+import asyncio
+
+from acp import text_block, update_agent_message, update_agent_thought
+from acp.schema import ToolCallProgress, ToolCallStart
+
+from runwield_bridge.channels.contract import Capabilities, Conversation
+from tests.bridge_kit import RecordingChannel
+
+HERE = Conversation("memory", "1")
+
+
+def chunk(text: str):
+    return update_agent_message(text_block(text))
+
+
+async def test_text_streams_into_one_edited_message_with_tool_lines_and_no_thoughts() -> None:
+    channel = RecordingChannel()
+    reply = channel.open_reply(HERE)
+    reply.update(update_agent_thought(text_block("pondering")))
+    await asyncio.sleep(0.01)
+    reply.update(chunk("Looking"))
+    reply.update(ToolCallStart(session_update="tool_call", tool_call_id="c1", title="list_files .", status="pending"))
+    reply.update(ToolCallProgress(session_update="tool_call_update", tool_call_id="c1", status="completed"))
+    reply.update(chunk("Found 3 files."))
+    await reply.finish("end_turn")
+    assert channel.texts() == ["Looking\n✅ list_files .\nFound 3 files."]
+    assert ("typing", "") in channel.log
+    assert "pondering" not in str(channel.log)
+
+
+async def test_a_long_reply_becomes_several_messages_and_fences_stay_whole() -> None:
+    channel = RecordingChannel()
+    reply = channel.open_reply(HERE)
+    reply.update(chunk("Intro\n```py\n" + "\n".join(f"x = {i}" for i in range(30)) + "\n```\nEnd"))
+    await reply.finish("end_turn")
+    texts = channel.texts()
+    assert len(texts) > 2 and all(len(t) <= 100 for t in texts)
+    assert all(t.count("```") % 2 == 0 for t in texts)
+    assert texts[-1].endswith("End")
+
+
+async def test_rate_limits_delay_edits_but_lose_no_text() -> None:
+    channel = RecordingChannel()
+    channel.refuse = [0.05, 0.05]
+    reply = channel.open_reply(HERE)
+    for word in ["one ", "two ", "three"]:
+        reply.update(chunk(word))
+    await reply.finish("end_turn")
+    assert channel.texts() == ["one two three"]
+
+
+async def test_stop_reasons_and_errors_are_shown() -> None:
+    channel = RecordingChannel()
+    cancelled = channel.open_reply(HERE)
+    cancelled.update(chunk("partial"))
+    await cancelled.finish("cancelled")
+    failed = channel.open_reply(HERE)
+    await failed.finish(error="the model is down")
+    silent = channel.open_reply(HERE)
+    await silent.finish("end_turn")
+    assert channel.texts() == ["partial\n\n⏹ Cancelled.", "❌ the model is down", "(The agent ended its turn without a reply.)"]
+
+
+async def test_without_edits_only_the_final_text_is_sent() -> None:
+    channel = RecordingChannel(Capabilities(max_message_length=100, edits=False, buttons=False))
+    reply = channel.open_reply(HERE)
+    reply.update(chunk("a"))
+    reply.update(chunk("b"))
+    await reply.finish("end_turn")
+    assert [kind for kind, _ in channel.log if kind != "typing"] == ["send"]
+    assert channel.texts() == ["ab"]
+
+
+async def test_links_marked_in_meta_become_url_buttons() -> None:
+    channel = RecordingChannel(Capabilities(max_message_length=100, url_buttons=True))
+    reply = channel.open_reply(HERE)
+    update = chunk("Plan ready: https://wield.example.com/plans/1")
+    update.field_meta = {"runwield": {"link": {"url": "https://wield.example.com/plans/1", "title": "Review plan"}}}
+    reply.update(update)
+    await reply.finish("end_turn")
+    [(text, buttons)] = channel.messages.values()
+    assert "https://wield.example.com/plans/1" in text, "the link stays usable as plain text"
+    assert [(b.label, b.url) for b in buttons] == [("Review plan", "https://wield.example.com/plans/1")]
