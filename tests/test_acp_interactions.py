@@ -40,6 +40,14 @@ async def forms(tmp_path: Path):
         yield session
 
 
+async def ask_and_reply(client: WireClient, session_id: str, command: str, *reply: str | dict[str, Any]) -> str:
+    """Run a command that asks a question, reply to it, and return what was said after the reply."""
+    await say(client, session_id, command)
+    start = len(client.messages)
+    await say(client, session_id, *reply)
+    return text_since(client, start, session_id)
+
+
 def answered_before_response(client: WireClient, response: dict[str, Any], update_text: str) -> bool:
     """Whether the chat message containing ``update_text`` came before ``response`` on the wire."""
     position = next(
@@ -87,19 +95,13 @@ async def test_cancel_with_no_matching_option_settles_as_cancelled(chat) -> None
 
 async def test_cancel_matching_an_option_selects_that_option(chat) -> None:
     client, sid = chat
-    await say(client, sid, "/fruit")
-    start = len(client.messages)
-    await say(client, sid, "cancel")
-    assert "outcome=answered value=stop" in text_since(client, start, sid)
+    assert "outcome=answered value=stop" in await ask_and_reply(client, sid, "/fruit", "cancel")
 
 
 async def test_labels_and_values_match_trimmed_and_case_insensitive(chat) -> None:
     client, sid = chat
     for reply, value in (("  PEAR ", "pear"), ("apple", "apple"), ("2", "pear")):
-        await say(client, sid, "/fruit")
-        start = len(client.messages)
-        await say(client, sid, reply)
-        assert f"outcome=answered value={value}" in text_since(client, start, sid)
+        assert f"outcome=answered value={value}" in await ask_and_reply(client, sid, "/fruit", reply)
 
 
 async def test_session_cancel_settles_a_waiting_menu_before_the_next_prompt(chat) -> None:
@@ -115,15 +117,10 @@ async def test_session_cancel_settles_a_waiting_menu_before_the_next_prompt(chat
 async def test_approvals_show_yes_and_no(chat) -> None:
     client, sid = chat
     start = len(client.messages)
-    await say(client, sid, "/approve")
-    [menu] = menus(client, start, sid)
+    for reply, value in (("no", "decline"), ("1", "accept"), ("DECLINE", "decline"), ("Yes", "accept")):
+        assert f"outcome=answered value={value}" in await ask_and_reply(client, sid, "/approve", reply)
+    menu = menus(client, start, sid)[0]
     assert "1. Yes" in menu and "2. No" in menu
-    for reply, value in (("no", "decline"), ("1", "accept"), ("DECLINE", "decline")):
-        if reply != "no":
-            await say(client, sid, "/approve")
-        start = len(client.messages)
-        await say(client, sid, reply)
-        assert f"outcome=answered value={value}" in text_since(client, start, sid)
 
 
 async def test_a_text_question_takes_any_text_even_cancel_but_not_blank_or_attachments(chat) -> None:
