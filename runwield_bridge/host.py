@@ -22,6 +22,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "runwield_bridge.plugins.providers",
     "runwield_bridge.channels.console",
     "runwield_bridge.channels.telegram",
+    "runwield_bridge.channels.discord",
 )
 
 

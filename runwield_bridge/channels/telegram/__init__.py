@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...config import ConfigError
 from ...hookspecs import hookimpl
 from ..contract import Channel, ChannelContext
+from ..platform import import_platform
 from ..settings import parse_section
 from .settings import TelegramSettings
 
@@ -14,13 +14,8 @@ from .settings import TelegramSettings
 def build(section: dict[str, Any], context: ChannelContext) -> Channel:
     """A TelegramChannel for ``[channels.telegram]``; python-telegram-bot is imported only now."""
     settings = parse_section(TelegramSettings, section, "channels.telegram")
-    try:
-        from .channel import TelegramChannel
-    except ImportError as exc:
-        if (exc.name or "").partition(".")[0] != "telegram":
-            raise
-        raise ConfigError(f"channels.telegram: {exc.name} is not installed (pip install 'runwield-bridge[telegram]')") from None
-    return TelegramChannel(settings, context)
+    channel_class = import_platform("telegram", f"{__name__}.channel", "TelegramChannel", ("telegram",))
+    return channel_class(settings, context)
 
 
 @hookimpl

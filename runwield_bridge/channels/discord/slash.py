@@ -1,0 +1,42 @@
+"""The bridge commands as Discord application (slash) commands: /cancel, /new, /resume, /status and /models."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import discord
+from discord import app_commands
+
+from ..commands import BRIDGE_COMMANDS
+
+RunCommand = Callable[[discord.Interaction, str], Awaitable[None]]
+ShowModels = Callable[[discord.Interaction], Awaitable[None]]
+_DESCRIPTIONS = {command.name: command.description for command in BRIDGE_COMMANDS}
+
+
+def slash_commands(run: RunCommand, show_models: ShowModels) -> list[app_commands.Command]:
+    """``run(interaction, "/new AGENT")`` for the bridge commands; ``show_models(interaction)`` for /models."""
+
+    @app_commands.command(name="cancel", description=_DESCRIPTIONS["cancel"])
+    async def cancel(interaction: discord.Interaction) -> None:
+        await run(interaction, "/cancel")
+
+    @app_commands.command(name="new", description=_DESCRIPTIONS["new"])
+    @app_commands.describe(agent="A configured agent (default: this channel's)")
+    async def new(interaction: discord.Interaction, agent: str | None = None) -> None:
+        await run(interaction, f"/new {agent or ''}".strip())
+
+    @app_commands.command(name="resume", description=_DESCRIPTIONS["resume"])
+    @app_commands.describe(session_id="The id of the session to continue here")
+    async def resume(interaction: discord.Interaction, session_id: str) -> None:
+        await run(interaction, f"/resume {session_id}")
+
+    @app_commands.command(name="status", description=_DESCRIPTIONS["status"])
+    async def status(interaction: discord.Interaction) -> None:
+        await run(interaction, "/status")
+
+    @app_commands.command(name="models", description="Choose this session's model")
+    async def models(interaction: discord.Interaction) -> None:
+        await show_models(interaction)
+
+    return [cancel, new, resume, status, models]

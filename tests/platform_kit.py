@@ -1,0 +1,198 @@
+"""Running the real Bridge with real discord.py and slack-bolt against the local Discord and Slack fakes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from runwield_bridge.app import App
+from runwield_bridge.channels.runner import BridgeService
+from runwield_bridge.config import Settings
+from tests.bridge_kit import FAST_BACKOFF
+from tests.fakes.base import FakeServer, HttpResult
+from tests.fakes.discord_api import FLAG_EPHEMERAL, DiscordFake, FakeInteraction
+from tests.fakes.slack_api import SlackFake
+
+
+@contextlib.asynccontextmanager
+async def running_bridge(channels: dict[str, dict[str, Any]], **settings: Any) -> AsyncIterator[tuple[BridgeService, App]]:
+    """``wld bridge`` in this process: the given channel sections, the store a real SQLite file under WLD_HOME."""
+    config = Settings.model_validate({"web": {"listen": "127.0.0.1:0"}, "channels": channels, **settings})
+    app = await App.start(config)
+    try:
+        async with BridgeService(config, app.plugins, app.store, app.host, start_timeout=10, backoff=FAST_BACKOFF) as service:
+            yield service, app
+    finally:
+        await app.close()
+
+
+async def settled(fake: FakeServer, find: Callable[[], list[dict[str, Any]]], timeout: float) -> dict[str, Any]:
+    """The last message ``find`` returns, once there is one."""
+    found: list[dict[str, Any]] = []
+
+    def seen() -> bool:
+        found[:] = find()
+        return bool(found)
+
+    await fake.wait_until(seen, timeout=timeout)
+    return found[-1]
+
+
+def shows(said: str, text: str, final: bool) -> bool:
+    """Whether a message says ``text``; ``final``: and is done streaming (no cursor at its end)."""
+    return text in said and not (final and said.endswith("…"))
+
+
+# -- Discord -------------------------------------------------------------------
+
+
+def discord_section(fake: DiscordFake, **overrides: Any) -> dict[str, Any]:
+    """``[channels.discord]`` pointed at the fake; alice (the fake's user) is allowed."""
+    return {
+        "token": fake.token,
+        "api_base_url": fake.api_base,
+        "gateway_url": fake.gateway_url,
+        "allowed_users": [fake.user_id],
+        "edit_interval": 0.05,
+        "sender_context": "never",
+        **overrides,
+    }
+
+
+class DiscordWorld:
+    """The Discord fake and a Bridge whose Discord channel is connected to it."""
+
+    def __init__(self, fake: DiscordFake, app: App) -> None:
+        self.fake = fake
+        self.app = app
+
+    async def mention(self, text: str, *, user: int | None = None, channel: int | None = None, **kwargs: Any) -> int:
+        """@bot in a channel; returns the message id, which is also the id of the thread opened on it."""
+        message = await self.fake.inject_message(f"<@{self.fake.bot_id}> {text}", author_id=user, channel_id=channel, **kwargs)
+        return int(message["id"])
+
+    async def say(self, channel: int, text: str, *, user: int | None = None, **kwargs: Any) -> None:
+        await self.fake.inject_message(text, channel_id=channel, author_id=user, **kwargs)
+
+    async def reply_containing(self, channel: int, text: str, timeout: float = 10.0, final: bool = False) -> dict[str, Any]:
+        """The bot's message in ``channel`` once it contains ``text`` (and, if ``final``, is no longer streaming)."""
+        return await settled(self.fake, lambda: [m for m in self.fake.bot_messages(channel) if shows(m["content"], text, final)], timeout)
+
+    async def buttons(self, channel: int, text: str, timeout: float = 10.0) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The bot's message with ``text`` and components, and its buttons."""
+        message = await settled(
+            self.fake, lambda: [m for m in self.fake.bot_messages(channel) if text in m["content"] and m.get("components")], timeout
+        )
+        return message, [c for row in message["components"] for c in row["components"]]
+
+    async def click(self, message: dict[str, Any], custom_id: str, *, user: int | None = None) -> str:
+        """Press a button; returns what the bot told the presser (privately)."""
+        interaction = await self.fake.inject_component_click(custom_id, message_id=int(message["id"]), user_id=user)
+        return (await self.answer(interaction))["data"].get("content", "")
+
+    async def slash(self, name: str, channel: int, *, user: int | None = None, **options: Any) -> dict[str, Any]:
+        """Run a slash command in ``channel``; returns the bot's first response to it."""
+        return await self.answer(await self.fake.inject_slash_command(name, options or None, channel_id=channel, user_id=user))
+
+    async def answer(self, interaction: FakeInteraction) -> dict[str, Any]:
+        await self.fake.wait_until(lambda: bool(interaction.responses))
+        return interaction.responses[0]
+
+    def texts(self, channel: int) -> list[str]:
+        """What the bot said in ``channel`` for everyone to see (ephemeral answers left out)."""
+        return [m["content"] for m in self.fake.bot_messages(channel) if not int(m.get("flags") or 0) & FLAG_EPHEMERAL]
+
+
+@contextlib.asynccontextmanager
+async def discord_world(*, fake: DiscordFake | None = None, discord: dict[str, Any] | None = None, **settings: Any) -> AsyncIterator[DiscordWorld]:
+    """The Bridge connected to a Discord fake (a given one, to keep it across a bridge restart)."""
+    async with contextlib.AsyncExitStack() as stack:
+        if fake is None:
+            fake = await stack.enter_async_context(DiscordFake())
+        _, app = await stack.enter_async_context(running_bridge({"discord": discord_section(fake, **(discord or {}))}, **settings))
+        await fake.wait_for_session(timeout=10)
+        yield DiscordWorld(fake, app)
+
+
+# -- Slack ---------------------------------------------------------------------
+
+
+def slack_section(fake: SlackFake, **overrides: Any) -> dict[str, Any]:
+    """``[channels.slack]`` pointed at the fake (Events API on the bridge's web server); alice is allowed."""
+    return {
+        "bot_token": fake.token,
+        "signing_secret": fake.signing_secret,
+        "api_base_url": fake.api_url,
+        "allowed_users": [fake.user_id],
+        "edit_interval": 0.05,
+        "sender_context": "never",
+        **overrides,
+    }
+
+
+class SlackWorld:
+    """The Slack fake, and a Bridge whose Slack channel receives signed events from it."""
+
+    def __init__(self, fake: SlackFake, app: App, events_url: str) -> None:
+        self.fake = fake
+        self.app = app
+        self.events_url = events_url
+
+    async def mention(self, text: str, *, user: str | None = None, channel: str | None = None, thread: str | None = None) -> str:
+        """@bot (an ``app_mention`` event); returns the message's ts, which is the thread it starts."""
+        event = self.fake.app_mention_event(text, user=user, channel=channel, thread_ts=thread)
+        assert (await self.fake.post_event(self.events_url, event)).status == 200
+        return str(event["ts"])
+
+    async def say(self, text: str, *, thread: str | None = None, user: str | None = None, **kwargs: Any) -> HttpResult:
+        result = await self.fake.post_message(self.events_url, text, thread_ts=thread, user=user, **kwargs)
+        assert result.status == 200, result.text
+        return result
+
+    async def reply_containing(self, thread: str | None, text: str, timeout: float = 10.0, final: bool = False) -> dict[str, Any]:
+        """The bot's message in ``thread`` once it contains ``text`` (and, if ``final``, is no longer streaming)."""
+        return await settled(
+            self.fake, lambda: [m for m in self.fake.bot_messages() if m.get("thread_ts") == thread and shows(m["text"], text, final)], timeout
+        )
+
+    async def buttons(self, thread: str, text: str, timeout: float = 10.0) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The bot's message in ``thread`` with ``text`` and an actions block, and its buttons."""
+        message = await settled(
+            self.fake,
+            lambda: [m for m in self.fake.bot_messages() if m.get("thread_ts") == thread and text in m["text"] and m.get("blocks")],
+            timeout,
+        )
+        return message, [e for block in message["blocks"] if block["type"] == "actions" for e in block["elements"]]
+
+    async def click(self, message: dict[str, Any], button: dict[str, Any], *, user: str | None = None) -> HttpResult:
+        result = await self.fake.post_block_action(
+            self.events_url, button["action_id"], value=button.get("value"), user=user, channel=message["channel"], message_ts=message["ts"]
+        )
+        assert result.status == 200, result.text
+        return result
+
+    def texts(self, thread: str | None) -> list[str]:
+        return [m["text"] for m in self.fake.bot_messages() if m.get("thread_ts") == thread]
+
+
+async def events_url_ready(fake: SlackFake, service: BridgeService) -> str:
+    """The bridge's Events API URL, once the Slack channel answers Slack's URL check."""
+    url = f"{service.web.base_url}/slack/events"
+    await fake.wait_for_call("auth.test", timeout=10)
+    for _ in range(100):
+        if (await fake.post_url_verification(url)).status == 200:
+            return url
+        await asyncio.sleep(0.05)
+    raise AssertionError("the Slack events route never became ready")
+
+
+@contextlib.asynccontextmanager
+async def slack_world(*, fake: SlackFake | None = None, slack: dict[str, Any] | None = None, **settings: Any) -> AsyncIterator[SlackWorld]:
+    """The Bridge receiving a Slack fake's signed events (a given fake, to keep it across a bridge restart)."""
+    async with contextlib.AsyncExitStack() as stack:
+        if fake is None:
+            fake = await stack.enter_async_context(SlackFake())
+        service, app = await stack.enter_async_context(running_bridge({"slack": slack_section(fake, **(slack or {}))}, **settings))
+        yield SlackWorld(fake, app, await events_url_ready(fake, service))
