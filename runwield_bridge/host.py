@@ -23,6 +23,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "runwield_bridge.channels.console",
     "runwield_bridge.channels.telegram",
     "runwield_bridge.channels.discord",
+    "runwield_bridge.channels.slack",
 )
 
 

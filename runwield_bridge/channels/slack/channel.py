@@ -1,0 +1,178 @@
+"""The Slack channel: slack-bolt receives (Events API on ``[web] listen``, or Socket Mode); slack-sdk sends.
+
+A mention in a channel starts a thread and the thread is the conversation (messages in a thread
+with a session need no mention); a direct message needs no mention at all. Bridge commands are
+typed in the thread (``@bot /cancel``, since Slack's composer claims a leading slash).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Sequence
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from ..budget import Budgets
+from ..contract import Button, ButtonPress, Capabilities, ChannelContext, Conversation, Inbox, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
+from ..dedupe import RecentKeys
+from ..streaming import StreamingReply
+from .blocks import blocks
+from .events import conversation_of, from_a_person, images, mentions, sent_at, without_mention
+from .markup import mrkdwn_weight, to_mrkdwn
+from .settings import SlackSettings
+
+log = logging.getLogger(__name__)
+
+CHANNEL_RATE = 1.0  # chat.postMessage allows about one message per second in a channel
+CHANNEL_BURST = 3
+FENCE_ROOM = len("\n```")  # a code fence still open mid-stream is closed after the text is measured
+
+
+class SlackChannel:
+    """Channels, threads and DMs; Block Kit buttons for questions and permissions; chat.update of at most 4,000 bytes."""
+
+    name = "slack"
+    capabilities = Capabilities(
+        max_message_length=4000 - FENCE_ROOM, edits=True, buttons=True, url_buttons=True, threads=True, weight=mrkdwn_weight
+    )
+
+    def __init__(self, settings: SlackSettings, context: ChannelContext) -> None:
+        self.settings = settings
+        self.client = AsyncWebClient(token=settings.bot_token, base_url=settings.api_base_url)
+        self.app = AsyncApp(client=self.client, signing_secret=settings.signing_secret)
+        self.app.event("message")(self._on_message)
+        self.app.event("app_mention")(self._on_message)
+        self.app.action(re.compile(r"^wld"))(self._on_action)
+        self.budgets = Budgets(CHANNEL_RATE, CHANNEL_BURST, CHANNEL_RATE)
+        self._seen = RecentKeys()
+        self._names: dict[str, Sender] = {}
+        self._inbox: Inbox | None = None
+        self._me = ""
+        if not settings.socket_mode:
+            context.web.add_route("POST", settings.events_path, self._events)
+
+    # -- receiving -----------------------------------------------------------
+
+    async def run(self, inbox: Inbox) -> None:
+        self._me = str((await self.client.auth_test())["user_id"])
+        self._inbox = inbox
+        try:
+            if self.settings.socket_mode:
+                await self._socket_mode()
+            else:
+                await asyncio.Event().wait()  # events arrive at the web server's route
+        finally:
+            self._inbox = None
+
+    async def _socket_mode(self) -> None:
+        """Receive over Slack's WebSocket (``apps.connections.open`` with the app token) until cancelled."""
+        handler = AsyncSocketModeHandler(self.app, self.settings.app_token)
+        await handler.connect_async()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await handler.close_async()
+
+    async def _events(self, request: web.Request) -> web.StreamResponse:
+        """Slack's POST (events and button clicks); bolt answers 401 to a bad signature before anything is read."""
+        if self._inbox is None:
+            return web.Response(status=503, text="not ready")
+        return await to_aiohttp_response(await self.app.async_dispatch(await to_bolt_request(request)))
+
+    async def _on_message(self, event: dict[str, Any]) -> None:
+        """A message or mention; each is handled once (Slack sends both for a mention, and retries)."""
+        inbox, me = self._inbox, self._me
+        if inbox is None or not from_a_person(event, me) or not self._seen.first_time((event["channel"], event["ts"])):
+            return
+        text, thread = event.get("text") or "", event.get("thread_ts")
+        conversation = conversation_of(event["channel"], thread)
+        if conversation.group and thread is None:
+            if not mentions(text, me):
+                return
+            conversation = conversation_of(event["channel"], event["ts"])  # the mention starts a thread
+        elif conversation.group and not mentions(text, me) and not await inbox.is_bound(conversation):
+            return
+        sender = await self._sender(event["user"])
+        message = IncomingMessage(conversation, sender, without_mention(text, me), images(event, self._download), event["ts"], sent_at(event["ts"]))
+        await inbox.receive_message(message)
+
+    async def _on_action(self, ack: Any, body: dict[str, Any]) -> None:
+        """A button click: an answer goes to the Bridge and the presser is told privately; a link is only acknowledged."""
+        await ack()
+        data, inbox = body["actions"][0].get("value"), self._inbox
+        if not data or inbox is None:
+            return
+        container, user = body.get("container") or {}, body["user"]["id"]
+        conversation = conversation_of(container.get("channel_id") or body["channel"]["id"], container.get("thread_ts"))
+        notice = await inbox.receive_press(ButtonPress(conversation, await self._sender(user), data))
+        await self.client.chat_postEphemeral(channel=conversation.chat, user=user, text=notice, thread_ts=conversation.thread)
+
+    async def _sender(self, user: str) -> Sender:
+        """The person behind a user id, with their names (looked up once)."""
+        if user not in self._names:
+            try:
+                info = (await self.client.users_info(user=user))["user"]
+            except SlackApiError as exc:
+                log.debug("users.info %s failed: %s", user, exc)
+                return Sender(user, user)
+            profile = info.get("profile") or {}
+            self._names[user] = Sender(user, info.get("name") or user, profile.get("display_name") or info.get("real_name") or "", bool(info.get("is_bot")))
+        return self._names[user]
+
+    async def _download(self, url: str) -> bytes:
+        async with aiohttp.ClientSession() as session:
+            async with session.get(url, headers={"Authorization": f"Bearer {self.settings.bot_token}"}) as response:
+                response.raise_for_status()
+                return await response.read()
+
+    # -- sending -------------------------------------------------------------
+
+    async def send(self, conversation: Conversation, text: str, buttons: Sequence[Button] = ()) -> MessageRef:
+        mrkdwn = to_mrkdwn(text)
+        sent = await _rate_limited(
+            self.client.chat_postMessage(
+                channel=conversation.chat,
+                thread_ts=conversation.thread,
+                text=mrkdwn,
+                blocks=blocks(mrkdwn, buttons) or None,
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+        )
+        return MessageRef(conversation, str(sent["ts"]))
+
+    async def edit(self, message: MessageRef, text: str, buttons: Sequence[Button] = ()) -> None:
+        mrkdwn = to_mrkdwn(text)
+        await _rate_limited(self.client.chat_update(channel=message.conversation.chat, ts=message.id, text=mrkdwn, blocks=blocks(mrkdwn, buttons)))
+
+    async def typing(self, conversation: Conversation) -> None:
+        """Slack has no typing indicator for bots."""
+
+    async def set_commands(self, conversation: Conversation, commands: Sequence[MenuCommand]) -> None:
+        """Slack has no per-conversation command menu; commands are typed in the thread."""
+
+    def open_reply(self, conversation: Conversation) -> StreamingReply:
+        budget = self.budgets.for_chat(conversation.chat, conversation.group)
+        return StreamingReply(self, conversation, budget, self.settings.edit_interval)
+
+    async def close(self) -> None:
+        """Nothing to release: the web client opens an HTTP session per request."""
+
+
+async def _rate_limited(call: Awaitable[Any]) -> Any:
+    """Slack's HTTP 429 (with ``Retry-After``) as the channel contract's RateLimited."""
+    try:
+        return await call
+    except SlackApiError as exc:
+        if exc.response.status_code != 429:
+            raise
+        raise RateLimited(float(exc.response.headers.get("Retry-After", 1))) from None
