@@ -48,7 +48,8 @@ async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
 
     app = await App.start(settings)
     try:
-        return await run_bridge(settings, app.plugins, app.store, app.host)
+        pages = app.review_pages
+        return await run_bridge(settings, app.plugins, app.store, app.host, web=pages.server, start_web=pages.base_url)
     finally:
         await app.close()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
@@ -42,11 +43,29 @@ def build_channels(settings: Settings, plugins: PluginHost, context: ChannelCont
 
 
 class BridgeService:
-    """Everything ``wld bridge`` runs, started and stopped as one."""
+    """Everything ``wld bridge`` runs, started and stopped as one.
 
-    def __init__(self, settings: Settings, plugins: PluginHost, bindings: BindingStore, session_host: Any, *, start_timeout: float = 30.0, backoff: Backoff = Backoff()) -> None:
-        self.web = WebServer(settings.web)
+    ``web`` is the process's one web server when it already has one (the App's, with the review
+    pages); ``start_web`` starts it. It is started here only if a channel added a route (a webhook).
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        plugins: PluginHost,
+        bindings: BindingStore,
+        session_host: Any,
+        *,
+        web: WebServer | None = None,
+        start_web: Callable[[], Awaitable[object]] | None = None,
+        start_timeout: float = 30.0,
+        backoff: Backoff = Backoff(),
+    ) -> None:
+        self.web = web or WebServer(settings.web)
+        self._start_web = start_web or self.web.start
+        routes = self.web.route_count
         self.channels = build_channels(settings, plugins, ChannelContext(self.web))
+        self._needs_web = self.web.route_count > routes
         self.bridge = Bridge(
             agent_endpoints(settings, session_host), bindings, parse_routes(settings.bindings), start_timeout=start_timeout, backoff=backoff
         )
@@ -54,8 +73,8 @@ class BridgeService:
 
     async def start(self) -> None:
         inboxes = [(channel, self.bridge.add_channel(channel)) for channel in self.channels]
-        if self.web.has_routes:
-            await self.web.start()
+        if self._needs_web:
+            await self._start_web()
         for channel, inbox in inboxes:
             supervisor = Supervisor(f"channel {channel.name}", partial(channel.run, inbox))
             supervisor.start()
@@ -77,12 +96,19 @@ class BridgeService:
         await self.stop()
 
 
-async def run_bridge(settings: Settings, plugins: PluginHost, bindings: BindingStore, session_host: Any) -> int:
+async def run_bridge(
+    settings: Settings,
+    plugins: PluginHost,
+    bindings: BindingStore,
+    session_host: Any,
+    web: WebServer | None = None,
+    start_web: Callable[[], Awaitable[object]] | None = None,
+) -> int:
     """Run until SIGINT or SIGTERM."""
     if not settings.channels:
         print("wld bridge: no channels configured; add a [channels.NAME] section (see docs/channels.md)", file=sys.stderr)
         return 2
-    service = BridgeService(settings, plugins, bindings, session_host)
+    service = BridgeService(settings, plugins, bindings, session_host, web=web, start_web=start_web)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

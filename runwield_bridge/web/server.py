@@ -21,8 +21,12 @@ class WebServer:
         self._bound: str | None = None
 
     @property
+    def route_count(self) -> int:
+        return len(self.app.router.routes())
+
+    @property
     def has_routes(self) -> bool:
-        return bool(len(self.app.router.routes()))
+        return self.route_count > 0
 
     @property
     def base_url(self) -> str:
