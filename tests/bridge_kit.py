@@ -104,6 +104,20 @@ class World:
         return [m.get("text") or "" for m in self.fake.bot_messages(chat)]
 
 
+def telegram_section(fake: TelegramFake, mode: str = "polling", **overrides: Any) -> dict[str, Any]:
+    """``[channels.telegram]`` pointed at the fake; OWNER is allowed."""
+    return {
+        "token": fake.token,
+        "api_base_url": fake.base_url,
+        "mode": mode,
+        "webhook_secret": SECRET,
+        "allowed_users": [OWNER],
+        "edit_interval": 0.05,
+        "poll_timeout": 1,
+        **overrides,
+    }
+
+
 @contextlib.asynccontextmanager
 async def bridge_world(
     mode: str = "polling", *, tmp_path: Path, telegram: dict[str, Any] | None = None, fake: TelegramFake | None = None, **settings: Any
@@ -112,16 +126,7 @@ async def bridge_world(
     async with contextlib.AsyncExitStack() as stack:
         if fake is None:
             fake = await stack.enter_async_context(TelegramFake())
-        section = {
-            "token": fake.token,
-            "api_base_url": fake.base_url,
-            "mode": mode,
-            "webhook_secret": SECRET,
-            "allowed_users": [OWNER],
-            "edit_interval": 0.05,
-            "poll_timeout": 1,
-            **(telegram or {}),
-        }
+        section = telegram_section(fake, mode, **(telegram or {}))
         config = Settings.model_validate({"web": {"listen": "127.0.0.1:0"}, "channels": {"telegram": section}, **settings})
         app = await App.start(config)
         stack.push_async_callback(app.close)
