@@ -159,7 +159,8 @@ class AcpAgentServer:
             try:
                 result = await self.host.reply(session_id, decision, emit, forms=self._forms(session_id))
             except LookupError:  # it expired or was cancelled while this reply was on its way
-                raise RequestError(BUSY_CODE, "the question is no longer waiting; send your message again", {"sessionId": session_id, "reason": "busy"}) from None
+                message = "the question is no longer waiting; send your message again"
+                raise RequestError(BUSY_CODE, message, {"sessionId": session_id, "reason": "busy"}) from None
             return _stop_reason(result, session_id)
         if isinstance(decision, NoMatch):
             update = question_update(did_not_match(pending.question, decision), pending.id, "unmatched")

@@ -88,7 +88,8 @@ class CommandRegistry:
         self._taken: set[str] = set()
         for command in (*builtins, *plugins):
             if clash := self._taken.intersection(command.names):
-                log.warning("command /%s (%s) ignored: %s already taken", command.name, command.source, ", ".join(sorted(clash)))
+                taken = ", ".join(sorted(clash))
+                log.warning("command /%s (%s) ignored: %s already taken", command.name, command.source, taken)
                 continue
             self._fixed.append(command)
             self._taken.update(command.names)

@@ -1,4 +1,4 @@
-"""The Session Host: durable Sessions, one turn at a time, cancellation that settles."""
+"""The Session Host: durable Sessions, one turn at a time, cancellation that settles; questions, commands, steering."""
 
 from __future__ import annotations
 
