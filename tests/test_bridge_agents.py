@@ -100,3 +100,47 @@ async def test_an_agent_that_cannot_start_is_reported_and_nothing_is_sent() -> N
         assert "No such file" in told and "Nothing was sent" in told
     finally:
         await bridge.close()
+
+
+async def test_a_failing_channel_listener_is_restarted_and_waiting_conversations_told() -> None:
+    class FlakyChannel(RecordingChannel):
+        def __init__(self) -> None:
+            super().__init__(Capabilities(max_message_length=4000))
+            self.runs = 0
+            self.fail = asyncio.Event()
+
+        async def run(self, inbox) -> None:
+            self.runs += 1
+            self.inbox = inbox
+            self.changed.set()
+            await self.fail.wait()
+            self.fail.clear()
+            raise ConnectionError("socket closed")
+
+    class FlakyPlugin:
+        @hookimpl
+        def register_channels(self, register) -> None:
+            register("flaky", lambda section, context: FlakyChannel())
+
+    plugins = load_plugins()
+    plugins.register(FlakyPlugin(), "flaky-channel")
+    settings = Settings.model_validate({"channels": {"flaky": {}}})
+    app = await App.start(settings, plugins)
+    try:
+        async with BridgeService(settings, plugins, app.store, app.host) as service:
+            [channel] = service.channels
+            await asyncio.wait_for(channel.changed.wait(), 5)
+            turn = await channel.inbox.receive_message(IncomingMessage(HERE, ME, "something slow"))
+            channel.fail.set()
+            told = await channel.wait_for("connection failed (socket closed)")
+            assert "reconnecting" in told
+            await asyncio.wait_for(_until(lambda: channel.runs == 2), 5)
+            await channel.inbox.cancel(HERE)
+            await asyncio.wait_for(turn, 10)
+    finally:
+        await app.close()
+
+
+async def _until(condition) -> None:
+    while not condition():
+        await asyncio.sleep(0.02)

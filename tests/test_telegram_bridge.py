@@ -91,14 +91,19 @@ async def test_a_longer_form_is_asked_field_by_field_and_takes_the_next_messages
         assert len(agent_calls(tmp_path, "session/prompt")) == 1, "answers went to the form, not to the agent"
 
 
-async def test_a_permission_request_that_nobody_answers_is_cancelled_not_approved(tmp_path: Path) -> None:
-    async with bridge_world(tmp_path=tmp_path, **with_asker(tmp_path, permission_timeout=0.5)) as world:
+async def test_a_permission_request_that_times_out_or_is_cancelled_is_not_approved(tmp_path: Path) -> None:
+    async with bridge_world(tmp_path=tmp_path, **with_asker(tmp_path, permission_timeout=1.0)) as world:
         await world.send(OWNER, OWNER, "permission please")
         message_id, buttons = await world.keyboard(OWNER, "Permission needed: Write notes.txt")
         assert "Kind: edit" in world.fake.messages[(OWNER, message_id)]["text"]
         assert [b["text"] for b in buttons] == ["Allow once", "Reject"]
         await world.reply_containing(OWNER, "permission: cancelled")
         assert "not approved" in world.fake.messages[(OWNER, message_id)]["text"]
+        await world.send(OWNER, OWNER, "permission again")
+        message_id, _ = await world.keyboard(OWNER, "Permission needed", timeout=5)
+        await world.send(OWNER, OWNER, "/cancel")
+        await world.fake.wait_until(lambda: "Cancelled; not approved" in world.fake.messages[(OWNER, message_id)]["text"])
+        assert len(agent_calls(tmp_path, "session/cancel")) == 1
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -201,6 +201,17 @@ class Bridge:
 
     # -- from channels -------------------------------------------------------
 
+    async def channel_failed(self, channel: Channel, error: BaseException, delay: float) -> None:
+        """Tell the conversations waiting on a channel (a turn or a question open) that its listener failed."""
+        for state in list(self._states.values()):
+            if state.channel is channel and (state.running or self.interactions.has_open(state.conversation)):
+                await self._say(
+                    channel,
+                    state.conversation,
+                    f"⚠️ The {channel.name} connection failed ({error}); reconnecting in {delay:.1f}s. "
+                    "Messages and button presses sent meanwhile may arrive late; the agent's work goes on.",
+                )
+
     async def receive_message(self, channel: Channel, message: IncomingMessage) -> asyncio.Task[None] | None:
         """Handle one message. A conversation's messages are handled one at a time, in the order they came."""
         conversation, sender = message.conversation, message.sender

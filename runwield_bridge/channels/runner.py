@@ -76,7 +76,7 @@ class BridgeService:
         if self._needs_web:
             await self._start_web()
         for channel, inbox in inboxes:
-            supervisor = Supervisor(f"channel {channel.name}", partial(channel.run, inbox))
+            supervisor = Supervisor(f"channel {channel.name}", partial(channel.run, inbox), partial(self.bridge.channel_failed, channel))
             supervisor.start()
             self.supervisors.append(supervisor)
 
