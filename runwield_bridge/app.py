@@ -11,12 +11,14 @@ from .core.commands import CommandRegistry
 from .core.interview import USER_INTERVIEW
 from .core.metrics import WorkflowMetrics
 from .core.execution import Executor
+from .core.plan_commands import PlanCommands
 from .core.plans import PlanBook, plan_tools
 from .core.reviews import ReviewHub
 from .core.sessions import SessionHost
 from .core.store import Store
 from .core.tools import BUILTIN_TOOLS
 from .host import PluginHost, load_plugins
+from .web.review import LazyReviewServer
 
 
 def build_catalog(settings: Settings, plugins: PluginHost) -> ModelCatalog:
@@ -43,16 +45,22 @@ class App:
     plans: PlanBook
     reviews: ReviewHub
     executor: Executor
+    review_pages: LazyReviewServer
 
     @classmethod
     async def start(cls, settings: Settings, plugins: PluginHost | None = None) -> App:
         plugins = plugins or load_plugins(settings.plugins.allow, settings.plugins.block)
         catalog = build_catalog(settings, plugins)
         tools = [*BUILTIN_TOOLS, USER_INTERVIEW, *(args[0] for args in plugins.collect("register_tools"))]
-        commands = CommandRegistry(BUILTIN_COMMANDS, (args[0] for args in plugins.collect("register_commands")))
         store = await Store.open(settings.db_url)
         plans = PlanBook(store, settings.state_dir)
+        reviews = ReviewHub(store, plans)
+        review_pages = LazyReviewServer(settings.web, reviews)
+        validation = settings.validation
+        executor = Executor(store, plans, settings.state_dir, validation.commands, validation.timeout)
         tools = [*tools, *plan_tools(plans)]
+        builtins = (*BUILTIN_COMMANDS, *PlanCommands(plans, reviews, executor).commands())
+        commands = CommandRegistry(builtins, (args[0] for args in plugins.collect("register_commands")))
         try:
             host = SessionHost(
                 store,
@@ -68,11 +76,9 @@ class App:
         except ValueError as exc:
             await store.close()
             raise ConfigError(f"sessions: {exc}") from None
-        reviews = ReviewHub(store, plans, lambda: settings.web.base_url)
-        validation = settings.validation
-        executor = Executor(store, plans, settings.state_dir, validation.commands, validation.timeout)
-        return cls(settings, plugins, store, host, plans, reviews, executor)
+        return cls(settings, plugins, store, host, plans, reviews, executor, review_pages)
 
     async def close(self) -> None:
         await self.host.shutdown()
+        await self.review_pages.stop()
         await self.store.close()

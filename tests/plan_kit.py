@@ -31,7 +31,8 @@ def make_project(root: Path) -> Path:
 
 def write_config(tmp_path: Path, commands: list[str], timeout: float = 60) -> Path:
     path = tmp_path / "wld.toml"
-    path.write_text(f"[validation]\ncommands = {json.dumps(commands)}\ntimeout = {timeout}\n")  # a JSON array is TOML
+    validation = f"[validation]\ncommands = {json.dumps(commands)}\ntimeout = {timeout}\n"  # a JSON array is TOML
+    path.write_text(f'[web]\nlisten = "127.0.0.1:0"\n\n{validation}')  # review pages on a free port
     return path
 
 

@@ -10,7 +10,7 @@ from playwright.async_api import async_playwright
 
 from runwield_bridge.app import App
 from runwield_bridge.config import WebConfig, load_settings
-from runwield_bridge.core.reviews import Feedback, LineComment, ReviewHub
+from runwield_bridge.core.reviews import Feedback, LineComment, ReviewHub, static_link_base
 from runwield_bridge.web.review import add_review_routes
 from runwield_bridge.web.server import WebServer
 
@@ -36,9 +36,10 @@ async def test_a_reviewer_sends_feedback_then_approves_the_revised_plan(tmp_path
     session = await app.host.create(str(tmp_path))
     plan = await app.plans.write(cwd=tmp_path, title="Cache the index", body=PLAN, session_id=session.id)
     server = WebServer(WebConfig(listen="127.0.0.1:0"))
-    hub = ReviewHub(app.store, app.plans, lambda: server.base_url)
+    hub = ReviewHub(app.store, app.plans, static_link_base("http://unused"))
     add_review_routes(server, hub)
     await server.start()
+    hub.link_base = static_link_base(server.base_url)
     try:
         async with async_playwright() as playwright:
             browser = await playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)

@@ -13,7 +13,7 @@ import pytest
 
 from runwield_bridge.app import App
 from runwield_bridge.config import WebConfig, load_settings
-from runwield_bridge.core.reviews import Feedback, LineComment, ReviewHub
+from runwield_bridge.core.reviews import Feedback, LineComment, ReviewHub, static_link_base
 from runwield_bridge.core.store import PlanRecord
 from runwield_bridge.web.markdown import inline, parse_blocks
 from runwield_bridge.web.review import add_review_routes
@@ -68,9 +68,10 @@ async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
     plan = await app.plans.write(cwd=tmp_path, title="Add a <script> README", body=PLAN, session_id=session.id)
     server = WebServer(WebConfig(listen="127.0.0.1:0"))
     clock = Clock()
-    hub = ReviewHub(app.store, app.plans, lambda: server.base_url, ttl=3600, now=clock)
+    hub = ReviewHub(app.store, app.plans, static_link_base("http://unused"), ttl=3600, now=clock)
     add_review_routes(server, hub)
     await server.start()
+    hub.link_base = static_link_base(server.base_url)  # the port is known once bound
     async with aiohttp.ClientSession() as http:
         yield Setup(app, hub, server, plan, session.id, clock, http)
     await server.stop()
@@ -133,13 +134,13 @@ async def test_approval_resolves_the_waiter_and_a_restarted_waiter_still_gets_it
     assert outcome.approved and outcome.feedback.empty
     plan = await setup.app.plans.get(setup.plan.id)
     assert (plan.state, plan.approved_revision) == ("approved", 1)
-    fresh = ReviewHub(setup.app.store, setup.app.plans, lambda: "http://elsewhere")  # as after a restart
+    fresh = ReviewHub(setup.app.store, setup.app.plans, static_link_base("http://elsewhere"))  # as after a restart
     assert await fresh.wait(link.review_id) == outcome
 
 
 async def test_a_decision_made_by_another_process_reaches_the_waiter_by_polling(setup: Setup) -> None:
     link = await setup.hub.start(setup.plan.id, setup.session_id)
-    other = ReviewHub(setup.app.store, setup.app.plans, lambda: "", now=setup.clock)
+    other = ReviewHub(setup.app.store, setup.app.plans, static_link_base(""), now=setup.clock)
     waiter = asyncio.create_task(setup.hub.wait(link.review_id, poll=0.05))
     await other.approve(link.url.rsplit("/", 1)[1])
     assert (await asyncio.wait_for(waiter, 5)).approved

@@ -9,7 +9,7 @@ import json
 import secrets
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from typing import Literal
 
@@ -21,6 +21,7 @@ DEFAULT_REVIEW_TTL = 24 * 3600.0
 WAIT_POLL_SECONDS = 1.0
 TOKEN_BYTES = 32
 
+LinkBase = Callable[[], Awaitable[str]]
 RefusalReason = Literal["unknown", "expired", "superseded", "decided"]
 OutcomeState = Literal["approved", "changes_requested", "expired", "superseded"]
 
@@ -104,18 +105,32 @@ class ReviewRefused(Exception):
         self.reason = reason
 
 
+class ReviewUnavailable(RuntimeError):
+    """Review pages cannot be served (for example, ``[web] listen`` is taken); no review was opened."""
+
+
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def static_link_base(url: str) -> LinkBase:
+    """Links under a fixed URL, for pages served by a server started elsewhere."""
+
+    async def base() -> str:
+        return url.rstrip("/")
+
+    return base
+
+
 class ReviewHub:
-    """Starts reviews, checks their links, records the one decision, and wakes whoever waits for it."""
+    """Starts reviews, checks their links, records the one decision, and wakes whoever waits for it.
+    ``link_base`` says where the review pages are served (and may start serving them)."""
 
     def __init__(
         self,
         store: Store,
         plans: PlanBook,
-        link_base: Callable[[], str],
+        link_base: LinkBase | None = None,
         ttl: float = DEFAULT_REVIEW_TTL,
         now: Callable[[], float] = time.time,
     ) -> None:
@@ -130,13 +145,16 @@ class ReviewHub:
     async def start(self, plan_id: str, session_id: str | None = None) -> ReviewLink:
         """Open a review of the Plan's current revision; any earlier open review of the Plan is superseded."""
         plan = await self.plans.get(plan_id)
+        if self.link_base is None:
+            raise ReviewUnavailable("no review pages are served by this process")
+        base = await self.link_base()  # first, so a page that cannot be served opens no review
         token = secrets.token_urlsafe(TOKEN_BYTES)
         review = ReviewRecord(
             id=f"rvw_{uuid.uuid4().hex[:16]}", plan_id=plan.id, revision=plan.current_revision,
             session_id=session_id, token_hash=hash_token(token), expires_at=self.now() + self.ttl,
         )
         await self.store.add_review(review)
-        link = ReviewLink(review.id, plan.id, review.revision, f"{self.link_base()}{REVIEW_PATH}{token}", review.expires_at)
+        link = ReviewLink(review.id, plan.id, review.revision, f"{base}{REVIEW_PATH}{token}", review.expires_at)
         self._links[review.id] = link
         return link
 

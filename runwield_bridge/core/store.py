@@ -361,6 +361,12 @@ class Store:
         async with self._sessions() as db:
             return list((await db.exec(query)).all())
 
+    async def reviews_for_session(self, session_id: str) -> list[ReviewRecord]:
+        """The reviews a Session started, newest first."""
+        query = select(ReviewRecord).where(ReviewRecord.session_id == session_id).order_by(col(ReviewRecord.created_at).desc())
+        async with self._sessions() as db:
+            return list((await db.exec(query)).all())
+
     async def settle_review(self, review_id: str, state: str, feedback: str, plan_changes: dict[str, Any]) -> bool:
         """Decide an open review once, changing its Plan with it; False, and nothing changed, if it was not open."""
         async with self._sessions() as db:

@@ -92,7 +92,7 @@ def scripted_plan(prompt: str) -> dict[str, str]:
     match = _MAKE_A_PLAN.search(prompt)
     goal = " ".join((match.group(1) if match else "").split()).rstrip(".!?") or " ".join(prompt.split())
     title = goal[:1].upper() + goal[1:60]
-    steps = f"1. Read the code this touches.\n2. {title}.\n3. Run the project's validation commands.\n"
+    steps = f"1. Look at the code this touches.\n2. {title}.\n3. Run the project's validation commands.\n"
     return {"title": title, "body": f"## Goal\n\n{title}.\n\n## Steps\n\n{steps}"}
 
 

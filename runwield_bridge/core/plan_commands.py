@@ -1,0 +1,152 @@
+"""The Plan commands: ``/load-plan`` (alias ``/load-plans``) and ``/plan-review``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from .builtin_commands import choose
+from .commands import Command, CommandContext
+from .execution import Executor
+from .interactions import Choice, select
+from .plans import PlanBook, PlanNotFound
+from .reviews import ReviewHub, ReviewLink, ReviewUnavailable
+from .store import PlanRecord
+
+ACTIONS = (
+    Choice("resume", "Resume planning", "Continue working on the Plan with the Agent"),
+    Choice("details", "View plan details", "Show the Plan's summary, then this menu again"),
+    Choice("review", "Review", "Open a review of the current revision in the browser"),
+    Choice("execute", "Execute", "Carry out the approved Plan in its own git worktree"),
+    Choice("cancel", "Cancel", "Leave the Plan as it is"),
+)
+REVIEWABLE = ("draft", "in_review", "changes_requested")
+HOW_TO_REVIEW = "To start a review, choose Review for the Plan in /load-plan."
+WHY_NOT = {
+    "approved": "is already approved (revision {approved}); choose Execute for it in /load-plan",
+    "executing": "is busy: its execution is under way",
+    "interrupted": "has an interrupted execution waiting for a choice (continue, reopen for review, hold or abandon)",
+    "held": "has an execution on hold waiting for a choice (continue, reopen for review, hold or abandon)",
+    "published": "is already published",
+    "abandoned": "was abandoned",
+}
+
+
+def link_text(plan: PlanRecord, link: ReviewLink) -> str:
+    """A review link as plain text: works in any client."""
+    until = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(link.expires_at))
+    return f"Review revision {link.revision} of “{plan.title}” in your browser: {link.url}\n(The link works until {until}.)"
+
+
+def why_not_reviewable(plan: PlanRecord) -> str:
+    return f"Plan “{plan.title}” " + WHY_NOT.get(plan.state, f"is {plan.state}").format(approved=plan.approved_revision) + "."
+
+
+@dataclass(frozen=True)
+class PlanCommands:
+    """The commands, bound to the Plan, review and execution services."""
+
+    plans: PlanBook
+    reviews: ReviewHub
+    executor: Executor
+
+    def commands(self) -> tuple[Command, Command]:
+        return (
+            Command("load-plan", "List saved Plans and act on one", self.load_plan, aliases=("load-plans",), hint="Plan id (optional)"),
+            Command("plan-review", "Show the live review link, or review this Session's Plan again", self.plan_review),
+        )
+
+    async def load_plan(self, ctx: CommandContext, args: str) -> str | None:
+        """Pick a Plan, then an action; View plan details shows the menu again; Cancel changes nothing."""
+        saved = await self.plans.for_project(ctx.session.cwd)
+        if not saved and not args:
+            await ctx.say("There are no saved Plans for this project yet. Ask the Agent to make a plan.")
+            return None
+        choices = [Choice(p.id, p.title, f"revision {p.current_revision}, {p.state.replace('_', ' ')}") for p in saved]
+        plan_id = await choose(ctx, args, "Choose a Plan", choices, "Plan")
+        if plan_id is None:
+            return None
+        try:
+            plan = await self.plans.get(plan_id)
+        except PlanNotFound as exc:
+            await ctx.say(f"{exc}. Nothing changed.")
+            return None
+        while True:
+            action = await choose(ctx, "", f"Plan “{plan.title}” (revision {plan.current_revision}): what next?", list(ACTIONS), "action")
+            if action == "details":
+                await ctx.say(await self._details(plan))
+                plan = await self.plans.get(plan.id)
+                continue
+            if action == "resume":
+                await self.plans.store.link_plan_session(plan.id, ctx.session.id, "planned")
+                return self._resume_prompt(plan)
+            if action == "review":
+                await self._review(ctx, plan)
+            elif action == "execute":
+                await self._execute(ctx, plan)
+            elif action == "cancel":
+                await ctx.say(f"Cancelled; Plan “{plan.title}” is unchanged.")
+            return None
+
+    async def plan_review(self, ctx: CommandContext, args: str) -> None:
+        """The live review's link; else a new review of the Session's reviewed Plan, if it is still eligible."""
+        earlier = await self.plans.store.reviews_for_session(ctx.session.id)
+        if not earlier:
+            await ctx.say(f"This Session has not reviewed a Plan yet, so there is nothing to review again. {HOW_TO_REVIEW}")
+            return
+        plan = await self.plans.store.get_plan(earlier[0].plan_id)
+        if plan is None:
+            await ctx.say(f"The Plan this Session reviewed no longer exists. {HOW_TO_REVIEW}")
+            return
+        newest = next(iter(await self.plans.for_session(ctx.session.id)), plan)
+        if newest.id != plan.id:
+            await ctx.say(f"Plan “{plan.title}” was replaced by “{newest.title}”, which has not been reviewed. {HOW_TO_REVIEW}")
+            return
+        await self._review(ctx, plan)
+
+    async def _review(self, ctx: CommandContext, plan: PlanRecord) -> None:
+        """Say the live review's link, else open a review of the current revision; never approves anything."""
+        if plan.state not in REVIEWABLE:
+            await ctx.say(f"{why_not_reviewable(plan)} No review was started.")
+            return
+        live = await self.reviews.live_link(plan.id)
+        if live is not None and live.revision == plan.current_revision:
+            await ctx.say("A review is already open. " + link_text(plan, live))
+            return
+        try:
+            link = await self.reviews.start(plan.id, ctx.session.id)
+        except ReviewUnavailable as exc:
+            await ctx.say(f"{exc}. No review was started.")
+            return
+        await ctx.say(link_text(plan, link))
+
+    async def _execute(self, ctx: CommandContext, plan: PlanRecord) -> None:
+        """Explain whether the Plan can execute; an interrupted or held execution shows its recovery report."""
+        if plan.state in ("interrupted", "held"):
+            reports = [r for r in await self.executor.recover() if r.execution.plan_id == plan.id]
+            await ctx.say("\n\n".join(r.describe() for r in reports) or why_not_reviewable(plan))
+            return
+        if plan.state != "approved" or plan.approved_revision != plan.current_revision:
+            reason = why_not_reviewable(plan) if plan.state in WHY_NOT else f"Plan “{plan.title}” is not approved."
+            await ctx.say(f"{reason} Only an approved Plan executes. {HOW_TO_REVIEW}")
+            return
+        await ctx.say(
+            f"Plan “{plan.title}” is approved. Starting its execution from a chat command is not available yet; "
+            "nothing was started."
+        )
+
+    async def _details(self, plan: PlanRecord) -> str:
+        revisions = await self.plans.store.plan_revisions(plan.id)
+        approved = f", approved revision {plan.approved_revision}" if plan.approved_revision else ""
+        text = self.plans.text(plan)
+        return (
+            f"Plan “{plan.title}” ({plan.id}): revision {plan.current_revision} of {len(revisions)}, "
+            f"{plan.state.replace('_', ' ')}{approved}.\nFile: {self.plans.path(plan, plan.current_revision)}\n\n{text}"
+        )
+
+    def _resume_prompt(self, plan: PlanRecord) -> str:
+        return (
+            f"Resume planning Plan “{plan.title}” (id {plan.id}, revision {plan.current_revision}). "
+            f"Its current text:\n\n{self.plans.text(plan)}\n"
+            f"Ask me what you need to know, then save changes with revise_plan (plan_id {plan.id})."
+        )
