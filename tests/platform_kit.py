@@ -40,6 +40,10 @@ async def settled(fake: FakeServer, find: Callable[[], list[dict[str, Any]]], ti
     return found[-1]
 
 
+QUICK = {"edit_interval": 0.05, "sender_context": "never"}
+"""Section keys for tests: fast edits, prompts without sender context (so replies echo the text alone)."""
+
+
 def shows(said: str, text: str, final: bool) -> bool:
     """Whether a message says ``text``; ``final``: and is done streaming (no cursor at its end)."""
     return text in said and not (final and said.endswith("…"))
@@ -55,8 +59,7 @@ def discord_section(fake: DiscordFake, **overrides: Any) -> dict[str, Any]:
         "api_base_url": fake.api_base,
         "gateway_url": fake.gateway_url,
         "allowed_users": [fake.user_id],
-        "edit_interval": 0.05,
-        "sender_context": "never",
+        **QUICK,
         **overrides,
     }
 
@@ -87,10 +90,21 @@ class DiscordWorld:
         )
         return message, [c for row in message["components"] for c in row["components"]]
 
-    async def click(self, message: dict[str, Any], custom_id: str, *, user: int | None = None) -> str:
+    async def click(self, message: dict[str, Any], button: dict[str, Any], *, user: int | None = None) -> str:
         """Press a button; returns what the bot told the presser (privately)."""
-        interaction = await self.fake.inject_component_click(custom_id, message_id=int(message["id"]), user_id=user)
+        interaction = await self.fake.inject_component_click(button["custom_id"], message_id=int(message["id"]), user_id=user)
         return (await self.answer(interaction))["data"].get("content", "")
+
+    def label(self, button: dict[str, Any]) -> str:
+        return str(button["label"])
+
+    def current(self, message: dict[str, Any]) -> str:
+        """What a message of the bot's says now."""
+        return str(self.fake.messages[int(message["id"])]["content"])
+
+    def key(self, thread: int) -> str:
+        """The binding key of a thread in the fake's #general."""
+        return f"discord:{self.fake.channel_id}:{thread}"
 
     async def slash(self, name: str, channel: int, *, user: int | None = None, **options: Any) -> dict[str, Any]:
         """Run a slash command in ``channel``; returns the bot's first response to it."""
@@ -106,12 +120,12 @@ class DiscordWorld:
 
 
 @contextlib.asynccontextmanager
-async def discord_world(*, fake: DiscordFake | None = None, discord: dict[str, Any] | None = None, **settings: Any) -> AsyncIterator[DiscordWorld]:
+async def discord_world(*, fake: DiscordFake | None = None, section: dict[str, Any] | None = None, **settings: Any) -> AsyncIterator[DiscordWorld]:
     """The Bridge connected to a Discord fake (a given one, to keep it across a bridge restart)."""
     async with contextlib.AsyncExitStack() as stack:
         if fake is None:
             fake = await stack.enter_async_context(DiscordFake())
-        _, app = await stack.enter_async_context(running_bridge({"discord": discord_section(fake, **(discord or {}))}, **settings))
+        _, app = await stack.enter_async_context(running_bridge({"discord": discord_section(fake, **(section or {}))}, **settings))
         await fake.wait_for_session(timeout=10)
         yield DiscordWorld(fake, app)
 
@@ -126,8 +140,7 @@ def slack_section(fake: SlackFake, **overrides: Any) -> dict[str, Any]:
         "signing_secret": fake.signing_secret,
         "api_base_url": fake.api_url,
         "allowed_users": [fake.user_id],
-        "edit_interval": 0.05,
-        "sender_context": "never",
+        **QUICK,
         **overrides,
     }
 
@@ -146,7 +159,8 @@ class SlackWorld:
         assert (await self.fake.post_event(self.events_url, event)).status == 200
         return str(event["ts"])
 
-    async def say(self, text: str, *, thread: str | None = None, user: str | None = None, **kwargs: Any) -> HttpResult:
+    async def say(self, thread: str | None, text: str, *, user: str | None = None, **kwargs: Any) -> HttpResult:
+        """A message in ``thread`` (None: at the top of the channel, or of ``channel=``)."""
         result = await self.fake.post_message(self.events_url, text, thread_ts=thread, user=user, **kwargs)
         assert result.status == 200, result.text
         return result
@@ -173,6 +187,17 @@ class SlackWorld:
         assert result.status == 200, result.text
         return result
 
+    def label(self, button: dict[str, Any]) -> str:
+        return str(button["text"]["text"])
+
+    def current(self, message: dict[str, Any]) -> str:
+        """What a message of the bot's says now."""
+        return str(self.fake.messages[(message["channel"], message["ts"])]["text"])
+
+    def key(self, thread: str) -> str:
+        """The binding key of a thread in the fake's #general."""
+        return f"slack:{self.fake.channel_id}:{thread}"
+
     def texts(self, thread: str | None) -> list[str]:
         return [m["text"] for m in self.fake.bot_messages() if m.get("thread_ts") == thread]
 
@@ -189,10 +214,10 @@ async def events_url_ready(fake: SlackFake, service: BridgeService) -> str:
 
 
 @contextlib.asynccontextmanager
-async def slack_world(*, fake: SlackFake | None = None, slack: dict[str, Any] | None = None, **settings: Any) -> AsyncIterator[SlackWorld]:
+async def slack_world(*, fake: SlackFake | None = None, section: dict[str, Any] | None = None, **settings: Any) -> AsyncIterator[SlackWorld]:
     """The Bridge receiving a Slack fake's signed events (a given fake, to keep it across a bridge restart)."""
     async with contextlib.AsyncExitStack() as stack:
         if fake is None:
             fake = await stack.enter_async_context(SlackFake())
-        service, app = await stack.enter_async_context(running_bridge({"slack": slack_section(fake, **(slack or {}))}, **settings))
+        service, app = await stack.enter_async_context(running_bridge({"slack": slack_section(fake, **(section or {}))}, **settings))
         yield SlackWorld(fake, app, await events_url_ready(fake, service))

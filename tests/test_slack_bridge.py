@@ -30,8 +30,8 @@ async def test_a_mention_starts_a_thread_where_the_answer_streams_and_no_mention
         first = fake.calls_to("chat.postMessage")[0]
         assert first["thread_ts"] == thread and first["text"].endswith(" …"), "a placeholder in the thread, then edits"
         assert first["unfurl_links"] is False and fake.calls_to("chat.update")
-        await world.say("chatter without a mention")
-        await world.say("and more", thread=thread)
+        await world.say(None, "chatter without a mention")
+        await world.say(thread, "and more")
         await world.reply_containing(thread, "You said: and more")
         assert world.texts(None) == [], "nothing is said in the channel itself"
         binding = await world.app.store.get_binding(f"slack:{fake.channel_id}:{thread}")
@@ -59,14 +59,14 @@ async def test_a_stranger_never_reaches_the_agent(tmp_path: Path) -> None:
         thread = await world.mention("let me in", user=stranger)
         notice = await world.reply_containing(thread, stranger)
         assert "not on this bot's allowlist" in notice["text"] and "channels.slack.allowed_users" in notice["text"]
-        await world.say("please?", thread=thread, user=stranger)
+        await world.say(thread, "please?", user=stranger)
         await asyncio.sleep(0.2)
         assert len(world.texts(thread)) == 1, "at most one notice per hour"
         assert await world.app.store.list_sessions() == []
 
 
 async def test_a_question_becomes_block_kit_buttons_and_only_an_allowed_click_answers(tmp_path: Path) -> None:
-    async with slack_world(slack={"agent": "asker"}, agents={"asker": asking_agent(tmp_path)}) as world:
+    async with slack_world(section={"agent": "asker"}, agents={"asker": asking_agent(tmp_path)}) as world:
         thread = await world.mention("please choose")
         message, buttons = await world.buttons(thread, "Pick a colour")
         assert [b["text"]["text"] for b in buttons] == ["red", "green", "blue", "Decline"]
@@ -80,50 +80,19 @@ async def test_a_question_becomes_block_kit_buttons_and_only_an_allowed_click_an
         assert "→ green" in settled["text"] and settled["blocks"] == [], "the buttons are gone once answered"
 
 
-async def test_a_permission_is_denied_on_timeout_and_approved_only_by_a_click(tmp_path: Path) -> None:
-    slack = {"agent": "asker", "permission_timeout": 0.5}
-    async with slack_world(slack=slack, agents={"asker": asking_agent(tmp_path)}) as world:
-        thread = await world.mention("permission please")
-        message, buttons = await world.buttons(thread, "Permission needed: Write notes.txt")
-        assert [b["text"]["text"] for b in buttons] == ["Allow once", "Reject"]
-        await world.reply_containing(thread, "permission: cancelled", final=True)
-        assert "not approved" in world.fake.messages[(world.fake.channel_id, message["ts"])]["text"]
-
-        await world.say("permission again", thread=thread)
-        message, buttons = await world.buttons(thread, "Permission needed", timeout=5)
-        await world.say("1", thread=thread)
-        await world.reply_containing(thread, "answer the question above with its buttons")
-        await world.click(message, buttons[0])
-        await world.reply_containing(thread, "permission: selected allow")
-
-
 async def test_cancel_new_and_status_are_message_commands_in_a_thread(tmp_path: Path) -> None:
     async with slack_world() as world:
         thread = await world.mention("something slow please")
         await world.reply_containing(thread, "You said:")
-        await world.say(f"<@{world.fake.bot_user_id}> /cancel", thread=thread)
+        await world.say(thread, f"<@{world.fake.bot_user_id}> /cancel")
         cancelled = await world.reply_containing(thread, "⏹ Cancelled.", timeout=5)
         assert " 15" not in cancelled["text"], "the turn stopped before it finished streaming"
-        await world.say("/cancel", thread=thread)
+        await world.say(thread, "/cancel")
         await world.reply_containing(thread, "Nothing is running.")
-        await world.say("/new", thread=thread)
+        await world.say(thread, "/new")
         await world.reply_containing(thread, "New session")
-        await world.say("/status", thread=thread)
+        await world.say(thread, "/status")
         await world.reply_containing(thread, "State: idle")
-
-
-async def test_a_bridge_restart_continues_the_same_session(tmp_path: Path) -> None:
-    async with SlackFake() as fake:
-        async with slack_world(fake=fake) as world:
-            thread = await world.mention("remember this")
-            await world.reply_containing(thread, "You said: remember this")
-            binding = await world.app.store.get_binding(f"slack:{fake.channel_id}:{thread}")
-        async with slack_world(fake=fake) as world:
-            await world.say("and this", thread=thread)
-            await world.reply_containing(thread, "You said: and this")
-            transcript = await world.app.store.transcript(binding.acp_session_id)
-            assert [e.text for e in transcript if e.kind == "user"] == ["remember this", "and this"]
-            assert len(await world.app.store.list_sessions()) == 1, "no new session was started"
 
 
 async def test_updates_stay_within_4000_bytes_and_a_429_is_waited_out(tmp_path: Path) -> None:
@@ -140,13 +109,13 @@ async def test_updates_stay_within_4000_bytes_and_a_429_is_waited_out(tmp_path: 
 
 
 async def test_direct_messages_need_no_mention_and_images_reach_agents_that_take_them(tmp_path: Path) -> None:
-    async with slack_world(slack={"agent": "asker"}, agents={"asker": asking_agent(tmp_path)}) as world:
+    async with slack_world(section={"agent": "asker"}, agents={"asker": asking_agent(tmp_path)}) as world:
         dm = world.fake.add_channel("D0ALICE", world.fake.user_id, is_im=True)["id"]
-        await world.say("hi there", channel=dm)
+        await world.say(None, "hi there", channel=dm)
         reply = await world.reply_containing(None, "echo: hi there")
         assert reply["channel"] == dm
         image = world.fake.add_file("pixel.png", b"\x89PNG" + bytes(60))
-        await world.say("what is this", channel=dm, files=[image])
+        await world.say(None, "what is this", channel=dm, files=[image])
         await world.reply_containing(None, "got 1 image(s), 64 bytes, image/png")
 
 

@@ -5,17 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...hookspecs import hookimpl
-from ..contract import Channel, ChannelContext
-from ..platform import import_platform
-from ..settings import parse_section
+from ..platform import platform_channel
 from .settings import DiscordSettings
 
-
-def build(section: dict[str, Any], context: ChannelContext) -> Channel:
-    """A DiscordChannel for ``[channels.discord]``; discord.py is imported only now."""
-    settings = parse_section(DiscordSettings, section, "channels.discord")
-    channel_class = import_platform("discord", f"{__name__}.channel", "DiscordChannel", ("discord",))
-    return channel_class(settings, context)
+build = platform_channel("discord", DiscordSettings, f"{__name__}.channel", "DiscordChannel", ("discord",))
 
 
 @hookimpl

@@ -5,17 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...hookspecs import hookimpl
-from ..contract import Channel, ChannelContext
-from ..platform import import_platform
-from ..settings import parse_section
+from ..platform import platform_channel
 from .settings import TelegramSettings
 
-
-def build(section: dict[str, Any], context: ChannelContext) -> Channel:
-    """A TelegramChannel for ``[channels.telegram]``; python-telegram-bot is imported only now."""
-    settings = parse_section(TelegramSettings, section, "channels.telegram")
-    channel_class = import_platform("telegram", f"{__name__}.channel", "TelegramChannel", ("telegram",))
-    return channel_class(settings, context)
+build = platform_channel("telegram", TelegramSettings, f"{__name__}.channel", "TelegramChannel", ("telegram",))
 
 
 @hookimpl
