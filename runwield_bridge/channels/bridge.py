@@ -13,7 +13,6 @@ import base64
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from acp import RequestError, image_block, text_block
@@ -23,131 +22,22 @@ from ..acp.client import AgentEndpoint
 from ..config import ConfigError
 from .agents import AgentLink, AgentUnavailable
 from .allowlist import Allowlist, NoticeThrottle, stranger_notice
+from .asking import CANCELLED, ask_permission, ask_question
 from .background import Background
 from .bindings import BindingStore
 from .commands import BRIDGE_COMMANDS, Command, parse_command
-from .contract import ButtonPress, Channel, Conversation, IncomingMessage, MenuCommand, ModelChoice, ModelMenu, ReplyView, Sender
+from .contract import ButtonPress, Channel, Conversation, IncomingMessage, MenuCommand, ModelChoice, ModelMenu, Sender
+from .conversations import BridgeError, ConversationState, Replay
 from .delivery import deliver
-from .interactions import Interactions, Outcome, Question
-from .questions import Unsupported, parse_request, run_form, run_url
+from .inbox import ChannelInbox
+from .interactions import Interactions
+from .questions import Unsupported
 from .sender import sender_context, wants_sender_context
 from .settings import BindingRoute
 from .supervisor import Backoff
 
 log = logging.getLogger(__name__)
 BUILTIN_AGENT = "runwield"
-CANCELLED = RequestPermissionResponse.model_validate({"outcome": {"outcome": "cancelled"}})
-
-
-class BridgeError(Exception):
-    """What a person asked for cannot be done; the message says why, in words for the chat."""
-
-
-@dataclass
-class Replay:
-    """History an agent replays on ``session/load``: shown in full, or counted for a summary."""
-
-    view: ReplyView | None = None
-    user_messages: int = 0
-    agent_messages: int = 0
-    last_reply: str = ""
-    _last_kind: str = ""
-
-    def add(self, update: Any) -> None:
-        if self.view is not None:
-            self.view.update(update)
-        kind = getattr(update, "session_update", "")
-        text = getattr(getattr(update, "content", None), "text", "")
-        if kind == "user_message_chunk" and self._last_kind != kind:
-            self.user_messages += 1
-        elif kind == "agent_message_chunk":
-            if self._last_kind != kind:
-                self.agent_messages += 1
-                self.last_reply = ""
-            self.last_reply += text
-        self._last_kind = kind
-
-    def summary(self, session_id: str, agent: str) -> str:
-        count = self.user_messages + self.agent_messages
-        text = f"↩️ Resumed session {session_id} on {agent} ({count} earlier message{'s' if count != 1 else ''})."
-        if self.last_reply.strip():
-            text += f"\nLast reply: {_excerpt(self.last_reply.strip(), 300)}"
-        return text
-
-
-@dataclass(eq=False)
-class ConversationState:
-    """What the Bridge knows about one conversation while it runs."""
-
-    conversation: Conversation
-    channel: Channel
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    restored: bool = False
-    agent: str | None = None
-    session_id: str | None = None
-    cwd: str | None = None
-    model_option: Any = None
-    """The session's model config option (a ``select``), as the agent last described it."""
-    prompting: bool = False
-    view: ReplyView | None = None
-    replay: Replay | None = None
-    agent_commands: tuple[MenuCommand, ...] = ()
-    menu: tuple[MenuCommand, ...] = ()
-
-    @property
-    def model(self) -> str | None:
-        return self.model_option.current_value if self.model_option is not None else None
-
-    @property
-    def running(self) -> bool:
-        """Whether the agent is working on a prompt (the reply may still be rendering after it is done)."""
-        return self.prompting
-
-
-class ChannelInbox:
-    """The Bridge as one channel sees it (the ``Inbox`` of the channel contract)."""
-
-    def __init__(self, bridge: Bridge, channel: Channel) -> None:
-        self.bridge = bridge
-        self.channel = channel
-
-    async def receive_message(self, message: IncomingMessage) -> asyncio.Task[None] | None:
-        return await self.bridge.receive_message(self.channel, message)
-
-    async def receive_press(self, press: ButtonPress) -> str:
-        return self.bridge.receive_press(self.channel, press)
-
-    async def new_session(self, conversation: Conversation, agent: str | None = None, cwd: str | None = None) -> str:
-        state = await self.bridge.open_state(self.channel, conversation)
-        async with state.lock:
-            return await self.bridge.new_session(state, agent, cwd)
-
-    async def resume(self, conversation: Conversation, session_id: str) -> str:
-        state = await self.bridge.open_state(self.channel, conversation)
-        async with state.lock:
-            return (await self.bridge.resume(state, session_id))[0]
-
-    async def cancel(self, conversation: Conversation) -> bool:
-        return await self.bridge.cancel(await self.bridge.open_state(self.channel, conversation))
-
-    def awaiting_answer(self, conversation: Conversation) -> bool:
-        return self.bridge.interactions.has_open(conversation)
-
-    def allows(self, sender: Sender, conversation: Conversation) -> bool:
-        return self.bridge.allows(self.channel, sender, conversation)
-
-    async def is_bound(self, conversation: Conversation) -> bool:
-        return await self.bridge.is_bound(conversation)
-
-    async def models(self, conversation: Conversation) -> ModelMenu | None:
-        state = await self.bridge.open_state(self.channel, conversation)
-        async with state.lock:
-            return await self.bridge.models(state)
-
-    async def choose_model(self, conversation: Conversation, value: str) -> str:
-        state = await self.bridge.open_state(self.channel, conversation)
-        async with state.lock:
-            return await self.bridge.choose_model(state, value)
 
 
 class Bridge:
@@ -430,8 +320,8 @@ class Bridge:
         down, conn = link.down, link.conn
         stop_reason: str | None = None
         error: str | None = None
+        self.background.spawn(_quietly(channel.typing(conversation)), f"typing:{conversation.key}")
         try:
-            await _quietly(channel.typing(conversation))
             assert conn is not None and state.session_id is not None
             response = await conn.prompt(session_id=state.session_id, prompt=blocks)
             stop_reason = response.stop_reason
@@ -472,40 +362,18 @@ class Bridge:
             state.view.update(update)
 
     async def on_permission(self, agent: str, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption]) -> RequestPermissionResponse:
-        """Ask an allowed person; a timeout, /cancel or the end of the turn answers ``cancelled``. Never approves by default."""
         state = self._by_session.get((agent, session_id))
-        if state is None or not options:
+        if state is None:
             return CANCELLED
-        title = tool_call.title or tool_call.tool_call_id
-        question = Question(
-            f"🔐 Permission needed: {title}\nKind: {tool_call.kind or 'other'}",
-            options=[option.name for option in options],
-            typed_with_buttons=False,
-            expired_text="⌛ No answer in time; not approved.",
-            cancelled_text="⏹ Cancelled; not approved.",
-        )
-        answer = await self.interactions.ask(state.channel, state.conversation, question, state.channel.settings.permission_timeout)
-        if answer.outcome is not Outcome.ANSWERED:
-            return CANCELLED
-        chosen = options[answer.value].option_id
-        return RequestPermissionResponse.model_validate({"outcome": {"outcome": "selected", "optionId": chosen}})
+        return await ask_permission(self.interactions, state.channel, state.conversation, tool_call, options)
 
     async def on_elicitation(self, agent: str, session_id: str | None, params: Any) -> dict[str, Any]:
-        """A form or URL question for the conversation of ``session_id``; unsupported ones are explained and declined."""
         state = self._by_session.get((agent, session_id)) if session_id else None
         if state is None:
             log.warning("agent %s asked a question for unknown session %s; declined", agent, session_id)
             return {"action": "decline"}
-        timeout = state.channel.settings.question_timeout
-
-        async def ask(question: Question, seconds: float) -> Any:
-            return await self.interactions.ask(state.channel, state.conversation, question, seconds)
-
         try:
-            request = parse_request(params)
-            if request.mode == "url":
-                return await run_url(request.message, str(params["url"]), ask, timeout)
-            return await run_form(request.message, request.requested_schema, ask, timeout)
+            return await ask_question(self.interactions, state.channel, state.conversation, params)
         except Unsupported as exc:
             await self._say(state.channel, state.conversation, f"❓ Agent {agent} asked a question this bridge cannot show: {exc}. It was declined.")
             return {"action": "decline"}
@@ -589,10 +457,6 @@ def _model_choices(option: Any) -> tuple[ModelChoice, ...]:
 
 def _absolute(path: str) -> str:
     return os.path.abspath(os.path.expanduser(path))
-
-
-def _excerpt(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 async def _reason(down: asyncio.Future[str] | None) -> str:

@@ -27,7 +27,8 @@ from ..acp.client import InProcessAgent
 from ..hookspecs import hookimpl
 from .background import Background
 from .bindings import MemoryBindings
-from .bridge import BUILTIN_AGENT, Bridge, BridgeError
+from .bridge import BUILTIN_AGENT, Bridge
+from .conversations import BridgeError
 from .contract import (
     Button,
     Capabilities,

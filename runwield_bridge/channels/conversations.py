@@ -1,0 +1,78 @@
+"""What the Bridge knows about each conversation while it runs, and the history a resumed session replays."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from .contract import Channel, Conversation, MenuCommand, ReplyView
+
+
+class BridgeError(Exception):
+    """What a person asked for cannot be done; the message says why, in words for the chat."""
+
+
+@dataclass
+class Replay:
+    """History an agent replays on ``session/load``: shown in full, or counted for a summary."""
+
+    view: ReplyView | None = None
+    user_messages: int = 0
+    agent_messages: int = 0
+    last_reply: str = ""
+    _last_kind: str = ""
+
+    def add(self, update: Any) -> None:
+        if self.view is not None:
+            self.view.update(update)
+        kind = getattr(update, "session_update", "")
+        text = getattr(getattr(update, "content", None), "text", "")
+        if kind == "user_message_chunk" and self._last_kind != kind:
+            self.user_messages += 1
+        elif kind == "agent_message_chunk":
+            if self._last_kind != kind:
+                self.agent_messages += 1
+                self.last_reply = ""
+            self.last_reply += text
+        self._last_kind = kind
+
+    def summary(self, session_id: str, agent: str) -> str:
+        count = self.user_messages + self.agent_messages
+        text = f"↩️ Resumed session {session_id} on {agent} ({count} earlier message{'s' if count != 1 else ''})."
+        if self.last_reply.strip():
+            text += f"\nLast reply: {_excerpt(self.last_reply.strip(), 300)}"
+        return text
+
+
+@dataclass(eq=False)
+class ConversationState:
+    """What the Bridge knows about one conversation while it runs."""
+
+    conversation: Conversation
+    channel: Channel
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    restored: bool = False
+    agent: str | None = None
+    session_id: str | None = None
+    cwd: str | None = None
+    model_option: Any = None
+    """The session's model config option (a ``select``), as the agent last described it."""
+    prompting: bool = False
+    view: ReplyView | None = None
+    replay: Replay | None = None
+    agent_commands: tuple[MenuCommand, ...] = ()
+    menu: tuple[MenuCommand, ...] = ()
+
+    @property
+    def model(self) -> str | None:
+        return self.model_option.current_value if self.model_option is not None else None
+
+    @property
+    def running(self) -> bool:
+        """Whether the agent is working on a prompt (the reply may still be rendering after it is done)."""
+        return self.prompting
+
+
+def _excerpt(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
