@@ -112,32 +112,32 @@ class Executor:
 
     async def start(self, plan_id: str, *, work: Work, emit: Emit, session_id: str | None = None) -> ExecutionRecord:
         """Execute the Plan's approved current revision in a new worktree and branch; returns once validated (or stopped)."""
-        plan = await self.plans.get(plan_id)
-        if plan.state != "approved" or plan.approved_revision != plan.current_revision:
-            raise ExecutionError(f"Plan “{plan.title}” is {plan.state.replace('_', ' ')}: only an approved current revision can be executed")
-        try:
-            base = await git(Path(plan.project_dir), "rev-parse", "--verify", "HEAD")
-        except GitError:
-            raise ExecutionError(f"{plan.project_dir} is not a git repository with a commit to branch from") from None
-        number = len(await self.store.list_executions(plan_id=plan.id)) + 1
-        while await self._name_taken(plan.project_dir, plan.project, f"{plan.slug}-{number}"):
-            number += 1
-        name = f"{plan.slug}-{number}"
-        record = ExecutionRecord(
-            id=f"exe_{uuid.uuid4().hex[:16]}", plan_id=plan.id, revision=plan.current_revision, number=number,
-            session_id=session_id, worktree=str(self.worktrees / plan.project / name), branch=BRANCH_PREFIX + name,
-            base_commit=base, commands=json.dumps(self.commands),
-        )
-        with self._locked(plan.id):
+        with self._locked(plan_id):  # the checks, the new record and its steps all happen under the Plan's lock
+            plan = await self.plans.get(plan_id)
+            if plan.state != "approved" or plan.approved_revision != plan.current_revision:
+                raise ExecutionError(f"Plan “{plan.title}” is {plan.state.replace('_', ' ')}: only an approved current revision can be executed")
+            try:
+                base = await git(Path(plan.project_dir), "rev-parse", "--verify", "HEAD")
+            except GitError:
+                raise ExecutionError(f"{plan.project_dir} is not a git repository with a commit to branch from") from None
+            number = len(await self.store.list_executions(plan_id=plan.id)) + 1
+            while await self._name_taken(plan.project_dir, plan.project, f"{plan.slug}-{number}"):
+                number += 1
+            name = f"{plan.slug}-{number}"
+            record = ExecutionRecord(
+                id=f"exe_{uuid.uuid4().hex[:16]}", plan_id=plan.id, revision=plan.current_revision, number=number,
+                session_id=session_id, worktree=str(self.worktrees / plan.project / name), branch=BRANCH_PREFIX + name,
+                base_commit=base, commands=json.dumps(self.commands),
+            )
             await self.store.add_execution(record)
             return await self._run_round(record, work, emit)
 
     async def choose(self, execution_id: str, choice: RecoveryChoice, *, work: Work | None = None, emit: Emit) -> ExecutionRecord:
         """Act on a choice for an execution awaiting one: continue (needs ``work``), reopen for review, hold, or abandon."""
-        record = await self._get(execution_id)
-        if record.state not in AWAITING_CHOICE:
-            raise ExecutionError(f"this execution is {record.state}; there is nothing to choose")
-        with self._locked(record.plan_id):
+        with self._locked((await self._get(execution_id)).plan_id):
+            record = await self._get(execution_id)  # as it is now that no other process can change it
+            if record.state not in AWAITING_CHOICE:
+                raise ExecutionError(f"this execution is {record.state}; there is nothing to choose")
             if choice == "continue":
                 if work is None:
                     raise ExecutionError("continuing needs the Agent's work to run")
@@ -159,10 +159,10 @@ class Executor:
 
     async def publish(self, execution_id: str, *, emit: Emit) -> Publication:
         """Commit exactly the validated tree on the execution's branch and confirm it; only a validated execution publishes."""
-        record = await self._get(execution_id)
-        if record.state not in PUBLISHABLE:
-            raise ExecutionError(f"this execution is {record.state.replace('_', ' ')}; only a validated one can be published")
-        with self._locked(record.plan_id):
+        with self._locked((await self._get(execution_id)).plan_id):
+            record = await self._get(execution_id)
+            if record.state not in PUBLISHABLE:
+                raise ExecutionError(f"this execution is {record.state.replace('_', ' ')}; only a validated one can be published")
             return await self._publish(record, emit)
 
     async def recover(self, session_id: str | None = None) -> list[Interruption]:
