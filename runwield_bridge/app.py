@@ -18,7 +18,7 @@ from .core.sessions import SessionHost
 from .core.store import Store
 from .core.tools import BUILTIN_TOOLS
 from .host import PluginHost, load_plugins
-from .web.review import LazyReviewServer
+from .web.pages import LazyReviewServer
 
 
 def build_catalog(settings: Settings, plugins: PluginHost) -> ModelCatalog:

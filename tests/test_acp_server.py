@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -363,3 +364,21 @@ async def test_one_writer_per_session_across_processes(tmp_path: Path) -> None:
 
 def run_wld(*args: str) -> str:
     return subprocess.run([WLD, *args], capture_output=True, text=True, check=True).stdout
+
+
+def test_requests_from_a_file_are_answered_into_a_file(tmp_path: Path) -> None:
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(
+        '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}\n'
+        f'{{"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {{"cwd": "{tmp_path}", "mcpServers": []}}}}\n'
+    )
+    answers = tmp_path / "answers.jsonl"
+    with requests.open() as stdin, answers.open("w") as stdout:
+        subprocess.run([WLD, "acp"], stdin=stdin, stdout=stdout, timeout=60, check=True)
+    ids = [json.loads(line)["id"] for line in answers.read_text().splitlines()]
+    assert ids == [1, 2]
+
+
+def test_end_of_input_from_dev_null_exits_cleanly(tmp_path: Path) -> None:
+    done = subprocess.run([WLD, "acp"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == b""

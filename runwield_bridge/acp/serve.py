@@ -25,7 +25,8 @@ async def serve_stdio(host: SessionHost) -> None:
     try:
         await conn.main_loop()
     finally:
-        await host.shutdown()
+        await host.shutdown()  # the client is gone: running turns settle as cancelled
+        await server.drain()
         await conn.close()
         await supervisor.shutdown()
 

@@ -59,6 +59,7 @@ class AcpAgentServer:
         self.client_capabilities: dict[str, Any] = {}
         self._typing_other: dict[str, str] = {}  # session id -> the interview question whose Other text is owed
         self._background: set[asyncio.Task[None]] = set()
+        self._inflight: set[asyncio.Task[Any]] = set()
         self._routes: dict[str, tuple[type[BaseModel], Handler]] = {
             "initialize": (InitializeRequest, self.initialize),
             "session/new": (NewSessionRequest, self.new_session),
@@ -89,7 +90,18 @@ class AcpAgentServer:
         except ValidationError as exc:
             problems = [{"field": ".".join(map(str, e["loc"])), "problem": e["msg"]} for e in exc.errors()]
             raise RequestError.invalid_params({"errors": problems}) from None
-        return await handler(request)
+        task = asyncio.current_task()
+        self._inflight.add(task)
+        try:
+            return await handler(request)
+        finally:
+            self._inflight.discard(task)
+
+    async def drain(self, timeout: float = 10.0) -> None:
+        """Let requests already received finish (their answers still go out) before the connection closes."""
+        await asyncio.sleep(0)  # handlers scheduled for the last lines read get to start and register
+        if self._inflight:
+            await asyncio.wait(set(self._inflight), timeout=timeout)
 
     async def send_update(self, session_id: str, update: dict[str, Any]) -> None:
         assert self.conn is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import stat
 import sys
 from typing import Any
 
@@ -64,21 +65,27 @@ async def protocol_stdio(supervisor: TaskSupervisor) -> CheckedNdjsonTransport:
     """Bind the protocol to stdin/stdout and point fd 1 at stderr, so stray prints never corrupt the stream."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=STREAM_LIMIT)
-    try:
+    if _pollable(sys.stdin.fileno()):
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    except ValueError:  # stdin is a regular file
+    else:
         _start_stdin_feeder(loop, reader)
     sys.stdout.flush()
     protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     write_protocol = _WritePipeProtocol()
-    try:
+    if _pollable(protocol_out.fileno()):
         transport, _ = await loop.connect_write_pipe(lambda: write_protocol, protocol_out)
-    except ValueError:  # stdout is a regular file: write it synchronously
+    else:
         transport = _FileTransport(protocol_out)
     writer = asyncio.StreamWriter(transport, write_protocol, None, loop)
     return CheckedNdjsonTransport(reader, MessageSender(writer, supervisor))
+
+
+def _pollable(fd: int) -> bool:
+    """Pipes, sockets and terminals can be watched by the event loop; files and /dev/null cannot."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
 class _FileTransport(_StdoutTransport):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping
 from html import escape
@@ -10,8 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..config import ConfigError, WebConfig
-from ..core.reviews import REVIEW_PATH, Feedback, LineComment, OpenReview, ReviewHub, ReviewRefused, ReviewUnavailable
+from ..core.reviews import REVIEW_PATH, Feedback, LineComment, OpenReview, ReviewHub, ReviewRefused
 from .markdown import block_html, parse_blocks
 from .server import WebServer
 
@@ -51,32 +49,6 @@ def add_review_routes(server: WebServer, hub: ReviewHub) -> None:
     pages = ReviewPages(hub)
     server.add_route("GET", REVIEW_PATH + "{token}", pages.show)
     server.add_route("POST", REVIEW_PATH + "{token}", pages.decide)
-
-
-class LazyReviewServer:
-    """Review pages on their own server at ``[web] listen``, started by the first review (most processes never bind)."""
-
-    def __init__(self, config: WebConfig, hub: ReviewHub) -> None:
-        self.server = WebServer(config)
-        add_review_routes(self.server, hub)
-        hub.link_base = self.base_url
-        self._starting = asyncio.Lock()
-        self._running = False
-
-    async def base_url(self) -> str:
-        """Where review links point, starting the server if it is not running yet."""
-        async with self._starting:
-            if not self._running:
-                try:
-                    await self.server.start()
-                except ConfigError as exc:
-                    raise ReviewUnavailable(f"review pages cannot be served: {exc}") from None
-                self._running = True
-        return self.server.base_url
-
-    async def stop(self) -> None:
-        await self.server.stop()
-        self._running = False
 
 
 class ReviewPages:
