@@ -117,15 +117,16 @@ class SlackChannel:
         await self.client.chat_postEphemeral(channel=conversation.chat, user=user, text=notice, thread_ts=conversation.thread)
 
     async def _sender(self, user: str) -> Sender:
-        """The person behind a user id, with their names (looked up once)."""
+        """The person behind a user id, with their names (looked up once; just the id without ``users:read``)."""
         if user not in self._names:
             try:
                 info = (await self.client.users_info(user=user))["user"]
             except SlackApiError as exc:
-                log.debug("users.info %s failed: %s", user, exc)
-                return Sender(user, user)
+                log.warning("users.info %s failed (%s); using the bare id", user, exc.response.get("error"))
+                info = {}
             profile = info.get("profile") or {}
-            self._names[user] = Sender(user, info.get("name") or user, profile.get("display_name") or info.get("real_name") or "", bool(info.get("is_bot")))
+            name, display = info.get("name") or user, profile.get("display_name") or info.get("real_name") or ""
+            self._names[user] = Sender(user, name, display, bool(info.get("is_bot")))
         return self._names[user]
 
     async def _download(self, url: str) -> bytes:
