@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
+
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
 
 from runwield_bridge.app import App
 from runwield_bridge.channels.runner import BridgeService
@@ -119,12 +122,27 @@ class DiscordWorld:
         return [m["content"] for m in self.fake.bot_messages(channel) if not int(m.get("flags") or 0) & FLAG_EPHEMERAL]
 
 
+@contextlib.contextmanager
+def discord_urls_restored() -> Iterator[None]:
+    """discord.py's REST base and gateway URL as they were before (the channel sets them from its config)."""
+    saved = Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY
+    try:
+        yield
+    finally:
+        Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = saved
+
+
 @contextlib.asynccontextmanager
 async def discord_world(*, fake: DiscordFake | None = None, section: dict[str, Any] | None = None, **settings: Any) -> AsyncIterator[DiscordWorld]:
-    """The Bridge connected to a Discord fake (a given one, to keep it across a bridge restart)."""
+    """The Bridge connected to a Discord fake (a given one, to keep it across a bridge restart).
+
+    A fake made here does not patch discord.py itself: the channel's ``api_base_url`` and
+    ``gateway_url`` keys point discord.py at it, and the URLs are put back afterwards.
+    """
     async with contextlib.AsyncExitStack() as stack:
+        stack.enter_context(discord_urls_restored())
         if fake is None:
-            fake = await stack.enter_async_context(DiscordFake())
+            fake = await stack.enter_async_context(DiscordFake(install=False))
         _, app = await stack.enter_async_context(running_bridge({"discord": discord_section(fake, **(section or {}))}, **settings))
         await fake.wait_for_session(timeout=10)
         yield DiscordWorld(fake, app)
