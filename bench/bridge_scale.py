@@ -1,0 +1,302 @@
+"""Benchmark the Bridge at scale in one process, against one agent process per conversation (OpenAB's model).
+
+    python bench/bridge_scale.py                 # 1, 100, 1000 and 10000 conversations
+    python bench/bridge_scale.py --sizes 1 100   # fewer
+
+For each size N, a fresh process runs the real Bridge (in-process Session Host agent over an
+in-memory ACP pipe, SQLite store in a temporary WLD_HOME) with a channel that renders replies
+through the standard streaming view but sends nowhere, and measures:
+
+- memory per bound idle conversation: RSS growth after N conversations each had one turn, over N;
+- memory per active turn: RSS growth while all N conversations have a turn in flight, over N;
+- added latency from a platform update to ``session/prompt`` arriving at the agent: for one
+  message on a bound conversation among N (p50 of 50), and for all N sending at once (p50, p99).
+
+The comparison runs ``wld acp`` and the official TypeScript SDK echo agent (bench/echo_agent.mjs)
+once each, reads their RSS after initialize and session/new, and multiplies by N.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+WLD = str(Path(sys.executable).parent / "wld")
+BATCH = 500
+SINGLE_SAMPLES = 50
+
+
+def rss_kib(pid: int | str = "self") -> int:
+    """Resident set size of a process, from /proc (Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+# -- one size, in a fresh process ---------------------------------------------
+
+
+def bench_plugin(hold: asyncio.Event, holding: list[int]) -> Any:
+    """A model that answers at once, or (for prompts saying "hold") streams one chunk and waits for ``hold``.
+
+    ``holding[0]`` counts the turns waiting on ``hold``.
+    """
+    from runwield_bridge.core.models import ModelInfo, ModelUsage, TextDelta
+    from runwield_bridge.hookspecs import hookimpl
+
+    info = ModelInfo(id="bench", name="Bench", description="answers at once, or holds", context_window=32768)
+
+    class HoldingModel:
+        def __init__(self) -> None:
+            self.info = info
+
+        async def stream(self, request: Any) -> AsyncIterator[Any]:
+            if "hold" in request.messages[-1].text:
+                yield TextDelta("working…")
+                holding[0] += 1
+                await hold.wait()
+            yield TextDelta("done")
+            yield ModelUsage(context_tokens=1, cost_usd=0.0)
+
+    class Plugin:
+        @hookimpl
+        def register_models(self, register: Any) -> None:
+            register(info, HoldingModel)
+
+    return Plugin()
+
+
+async def measure(size: int) -> dict[str, Any]:
+    from runwield_bridge.acp import server
+    from runwield_bridge.acp.client import InProcessAgent
+    from runwield_bridge.app import App
+    from runwield_bridge.channels.bridge import Bridge
+    from runwield_bridge.channels.budget import ChatBudget
+    from runwield_bridge.channels.contract import Capabilities, Conversation, IncomingMessage, MessageRef, Sender
+    from runwield_bridge.channels.settings import ChannelSettings
+    from runwield_bridge.channels.streaming import StreamingReply
+    from runwield_bridge.config import Settings
+    from runwield_bridge.host import load_plugins
+
+    arrived: dict[str, float] = {}
+    original_prompt = server.AcpAgentServer.prompt
+
+    async def timed_prompt(self: Any, request: Any) -> Any:
+        arrived[request.session_id] = time.perf_counter()
+        return await original_prompt(self, request)
+
+    server.AcpAgentServer.prompt = timed_prompt  # type: ignore[method-assign]
+
+    class NullChannel:
+        """Renders replies through the standard streaming view, and sends them nowhere."""
+
+        name = "bench"
+        capabilities = Capabilities(max_message_length=4096)
+        settings = ChannelSettings(allowed_users=["u"], edit_interval=1.0)
+
+        async def send(self, conversation: Any, text: str, buttons: Any = ()) -> Any:
+            return MessageRef(conversation, "1")
+
+        async def edit(self, message: Any, text: str, buttons: Any = ()) -> None:
+            pass
+
+        async def typing(self, conversation: Any) -> None:
+            pass
+
+        async def set_commands(self, conversation: Any, commands: Any) -> None:
+            pass
+
+        def open_reply(self, conversation: Any) -> StreamingReply:
+            return StreamingReply(self, conversation, ChatBudget(rate=1.0, burst=5), self.settings.edit_interval)
+
+        async def close(self) -> None:
+            pass
+
+    hold = asyncio.Event()
+    holding = [0]
+    plugins = load_plugins()
+    plugins.register(bench_plugin(hold, holding), "bench-model")
+    home = tempfile.mkdtemp(prefix="wld-bench-")
+    settings = Settings.model_validate({"home": home, "sessions": {"model": "bench"}})
+    app = await App.start(settings, plugins)
+    channel = NullChannel()
+    bindings = app.store
+    bridge = Bridge({"runwield": InProcessAgent(app.host)}, bindings)
+    inbox = bridge.add_channel(channel)
+    person = Sender("u", "user")
+    conversations = [Conversation("bench", str(i)) for i in range(size)]
+
+    async def send(conversation: Conversation, text: str) -> float:
+        """Send one message; returns when it was handed to the Bridge."""
+        sent = time.perf_counter()
+        turn = await inbox.receive_message(IncomingMessage(conversation, person, text))
+        assert turn is not None, "the bench message did not start a turn"
+        turns.append(turn)
+        return sent
+
+    async def in_batches(texts: str) -> dict[str, float]:
+        sent: dict[str, float] = {}
+        for start in range(0, size, BATCH):
+            batch = conversations[start : start + BATCH]
+            times = await asyncio.gather(*(send(c, texts) for c in batch))
+            sent.update({c.key: t for c, t in zip(batch, times)})
+        return sent
+
+    async def session_of(conversation: Conversation) -> str:
+        binding = await bindings.get_binding(conversation.key)
+        assert binding is not None
+        return binding.acp_session_id
+
+    turns: list[asyncio.Task[None]] = []
+    await send(Conversation("bench", "warm-up"), "warm up")  # load every code path once
+    await asyncio.gather(*turns)
+    turns.clear()
+    gc.collect()
+    baseline = rss_kib()
+
+    started = time.perf_counter()
+    await in_batches("hello")
+    await asyncio.gather(*turns)
+    bind_seconds = time.perf_counter() - started
+    turns.clear()
+    gc.collect()
+    idle = rss_kib()
+    sessions = {c.key: await session_of(c) for c in conversations}
+
+    single: list[float] = []
+    for conversation in conversations[: min(size, SINGLE_SAMPLES)] * max(1, SINGLE_SAMPLES // size):
+        sent = await send(conversation, "again")
+        await asyncio.gather(*turns)
+        turns.clear()
+        single.append(arrived[sessions[conversation.key]] - sent)
+
+    burst_started = time.perf_counter()
+    sends = await asyncio.gather(*(send(c, "hold on") for c in conversations))
+    burst_sent = {c.key: t for c, t in zip(conversations, sends)}
+    while not all(arrived.get(sessions[k], 0) >= burst_sent[k] for k in burst_sent):
+        await asyncio.sleep(0.05)
+    burst = sorted(arrived[sessions[k]] - burst_sent[k] for k in burst_sent)
+    while holding[0] + sum(turn.done() for turn in turns) < size:  # every turn holding, or ended (the host refused it)
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.5)
+    gc.collect()
+    active = rss_kib()
+    active_turns, failed_turns = holding[0], sum(turn.done() for turn in turns)
+    hold.set()
+    await asyncio.gather(*turns)
+    burst_seconds = time.perf_counter() - burst_started
+
+    await bridge.close()
+    await app.close()
+    shutil.rmtree(home, ignore_errors=True)
+    return {
+        "size": size,
+        "baseline_kib": baseline,
+        "idle_kib": idle,
+        "active_kib": active,
+        "per_idle_kib": (idle - baseline) / size,
+        "per_active_kib": (active - idle) / max(active_turns, 1),
+        "active_turns": active_turns,
+        "failed_turns": failed_turns,
+        "single_p50_ms": statistics.median(single) * 1000,
+        "burst_p50_ms": statistics.median(burst) * 1000,
+        "burst_p99_ms": burst[min(len(burst) - 1, int(len(burst) * 0.99))] * 1000,
+        "bind_seconds": bind_seconds,
+        "burst_seconds": burst_seconds,
+    }
+
+
+# -- one agent process per conversation ------------------------------------------
+
+
+def process_rss(argv: list[str]) -> int:
+    """RSS of an ACP agent process after initialize and session/new (what each conversation costs OpenAB)."""
+    messages = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}},
+        {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": str(REPO), "mcpServers": []}},
+    ]
+    home = tempfile.mkdtemp(prefix="wld-bench-agent-")
+    env = {**os.environ, "WLD_HOME": home}
+    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        for message in messages:
+            proc.stdin.write((json.dumps(message) + "\n").encode())
+            proc.stdin.flush()
+            json.loads(proc.stdout.readline())
+        time.sleep(0.5)
+        return rss_kib(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def mib(kib: float) -> str:
+    return f"{kib / 1024:,.1f} MiB"
+
+
+def table(results: list[dict[str, Any]], wld_acp: int, echo: int | None) -> str:
+    rows = [
+        "| conversations | bridge RSS, all idle | per idle conversation | per active turn | latency to `session/prompt`, one message (p50) | all at once (p50 / p99) | one `wld acp` per conversation | ratio |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        process_model = r["size"] * wld_acp
+        rows.append(
+            f"| {r['size']:,} | {mib(r['idle_kib'])} | {r['per_idle_kib']:.1f} KiB | {r['per_active_kib']:.1f} KiB "
+            f"| {r['single_p50_ms']:.2f} ms | {r['burst_p50_ms']:.1f} / {r['burst_p99_ms']:.1f} ms "
+            f"| {mib(process_model)} | {process_model / r['idle_kib']:,.1f}× |"
+        )
+    rows.append("")
+    for r in results:
+        if r["failed_turns"]:
+            rows.append(
+                f"With {r['size']:,} turns started at once, {r['failed_turns']:,} ended with an error from the Session Host "
+                f"(its store could not keep up); memory per active turn is over the {r['active_turns']:,} that ran."
+            )
+    rows.append(f"One `wld acp` process after initialize and session/new: {mib(wld_acp)} RSS.")
+    if echo is not None:
+        rows.append(f"One official-SDK echo agent (node bench/echo_agent.mjs) likewise: {mib(echo)} RSS.")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 100, 1000, 10000])
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: measure one size, print JSON
+    args = parser.parse_args()
+    if args.one is not None:
+        print(json.dumps(asyncio.run(measure(args.one))))
+        return
+    results = []
+    for size in args.sizes:
+        out = subprocess.run([sys.executable, __file__, "--one", str(size)], check=True, stdout=subprocess.PIPE, text=True, cwd=REPO)
+        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(f"measured {size} conversations", file=sys.stderr)
+    wld_acp = process_rss([WLD, "acp"])
+    node = shutil.which("node")
+    echo = process_rss([node, "bench/echo_agent.mjs"]) if node else None
+    print(f"{date.today()} · {platform.node()} · {platform.processor() or platform.machine()} · {os.cpu_count()} CPUs · Python {platform.python_version()}")
+    print()
+    print(table(results, wld_acp, echo))
+
+
+if __name__ == "__main__":
+    main()
