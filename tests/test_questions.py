@@ -84,6 +84,7 @@ async def test_a_form_is_answered_by_the_next_messages_and_can_be_declined() -> 
     assert "Please reply with a number" in (interactions.offer_text(HERE, "purple", ME) or "")
     assert interactions.offer_text(HERE, "2", ME) is None
     assert await result == {"action": "accept", "content": {"name": "Bo", "colour": "blue"}}
+    assert "→ blue (by me)" in channel.texts(), "a chosen number is shown as its option"
 
     cancelled = asyncio.create_task(run_form("Again", form, ask, 5))
     await channel.wait_for("Again")

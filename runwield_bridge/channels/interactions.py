@@ -52,6 +52,8 @@ class Question:
     options_as_buttons: bool = True
     parse: Callable[[str], Any] | None = None
     """Turns a typed answer into a value (raising InvalidAnswer); without it, typing picks an option."""
+    label_of: Callable[[Any], str] = str
+    """How a parsed answer is shown once the question is settled."""
     typed_with_buttons: bool = True
     """Whether typed answers count where buttons are shown (permissions: only a click counts)."""
     decline: str | None = None
@@ -141,7 +143,8 @@ class Interactions:
         question = pending.question
         try:
             if question.parse is not None:
-                answer = Answer(Outcome.ANSWERED, question.parse(text), sender, text.strip())
+                value = question.parse(text)
+                answer = Answer(Outcome.ANSWERED, value, sender, question.label_of(value))
             else:
                 index = choose(question.options, text)
                 answer = Answer(Outcome.ANSWERED, index, sender, question.options[index])

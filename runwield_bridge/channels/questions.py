@@ -205,13 +205,12 @@ def _has_format(fmt: str, answer: str) -> bool:
 
 
 def field_question(message: str, field: Field, number: int, total: int) -> Question:
-    """The numbered text prompt for one field of a form."""
-    head = f"❓ {message}" if number == 1 else "❓"
+    """The numbered text prompt for one field of a form (the form's message goes with the first)."""
     optional = f" (optional; reply {SKIP} to skip)" if not field.required else ""
-    lines = [head, "", f"{number}/{total}. {field.title}{optional}"]
+    title = f"{number}/{total}. {field.title}{optional}"
+    lines = [f"❓ {message}", "", title] if number == 1 else [f"❓ {title}"]
     if field.description:
         lines.append(field.description)
-    options = tuple(label for _, label in field.choices)
     hint = {
         "choice": "Reply with a number.",
         "boolean": "Reply with a number.",
@@ -219,12 +218,23 @@ def field_question(message: str, field: Field, number: int, total: int) -> Quest
     }.get(field.kind, "Reply with your answer.")
     return Question(
         "\n".join(lines),
-        options=options,
+        options=tuple(label for _, label in field.choices),
         options_as_buttons=False,
         parse=lambda text: parse_value(field, text),
+        label_of=lambda value: _shown(field, value),
         decline="Decline",
         hint=f"{hint} Send /cancel to stop.",
     )
+
+
+def _shown(field: Field, value: Any) -> str:
+    """A field's value as the person chose it: option labels, or the text itself."""
+    if value == SKIP:
+        return "(skipped)"
+    labels = {choice: label for choice, label in field.choices}
+    if field.kind == "multi":
+        return ", ".join(labels.get(item, str(item)) for item in value)
+    return labels.get(value, str(value))
 
 
 async def run_form(message: str, schema: ElicitationSchema, ask: Ask, timeout: float) -> dict[str, Any]:
