@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,17 @@ async def test_a_failing_channel_listener_is_restarted_and_waiting_conversations
 async def _until(condition) -> None:
     while not condition():
         await asyncio.sleep(0.02)
+
+
+async def test_an_agent_that_exits_at_start_is_reported_with_what_it_said() -> None:
+    script = "import sys; print('no API key set', file=sys.stderr); sys.exit(2)"
+    quitter = CommandAgent(AgentConfig(command=[sys.executable, "-c", script]))
+    bridge = Bridge({"quitter": quitter}, MemoryBindings(), start_timeout=5, backoff=FAST_BACKOFF)
+    channel = RecordingChannel(Capabilities(max_message_length=1000), agent="quitter")
+    channel.inbox = bridge.add_channel(channel)
+    try:
+        await say(channel, "hello?")
+        told = await channel.wait_for("Agent quitter is not available")
+        assert "exit code 2" in told and "no API key set" in told
+    finally:
+        await bridge.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from importlib.metadata import version
+from collections.abc import Awaitable
 from typing import Any, Protocol
 
 from acp import PROTOCOL_VERSION
@@ -119,10 +120,13 @@ class AgentLink:
         client = LinkClient(self)
         async with self.endpoint.open(client, [self.requests]) as (conn, gone):
             route_elicitations(conn, client.elicit)
-            info = await asyncio.wait_for(
-                conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=CLIENT_CAPABILITIES, client_info=CLIENT_INFO),
-                self.start_timeout,
-            )
+            try:
+                info = await asyncio.wait_for(
+                    conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=CLIENT_CAPABILITIES, client_info=CLIENT_INFO),
+                    self.start_timeout,
+                )
+            except ConnectionError:  # it went away before answering: say why, if it says
+                raise AgentStopped(await _why_gone(gone)) from None
             if info.protocol_version != PROTOCOL_VERSION:
                 raise AgentStopped(f"it speaks ACP version {info.protocol_version}; the bridge speaks {PROTOCOL_VERSION}")
             down: asyncio.Future[str] = asyncio.get_running_loop().create_future()
@@ -144,3 +148,10 @@ class AgentLink:
             if not waiter.done():
                 waiter.set_result(None) if error is None else waiter.set_exception(error)
         self._waiters.clear()
+
+
+async def _why_gone(gone: Awaitable[str]) -> str:
+    try:
+        return await asyncio.wait_for(gone, 2.0)
+    except TimeoutError:
+        return "it closed the connection before answering initialize"
