@@ -12,11 +12,12 @@ from .core.interview import USER_INTERVIEW
 from .core.metrics import WorkflowMetrics
 from .core.execution import Executor
 from .core.plan_commands import PlanCommands
+from .core.plan_execution import ChatExecution
 from .core.plans import PlanBook, plan_tools
 from .core.reviews import ReviewHub
 from .core.sessions import SessionHost
 from .core.store import Store
-from .core.tools import BUILTIN_TOOLS
+from .core.tools import BUILTIN_TOOLS, WORKTREE_TOOLS
 from .host import PluginHost, load_plugins
 from .web.pages import LazyReviewServer
 
@@ -59,7 +60,8 @@ class App:
         validation = settings.validation
         executor = Executor(store, plans, settings.state_dir, validation.commands, validation.timeout)
         tools = [*tools, *plan_tools(plans)]
-        builtins = (*BUILTIN_COMMANDS, *PlanCommands(plans, reviews, executor).commands())
+        execution = ChatExecution(plans, executor)
+        builtins = (*BUILTIN_COMMANDS, *PlanCommands(plans, reviews, execution).commands())
         commands = CommandRegistry(builtins, (args[0] for args in plugins.collect("register_commands")))
         try:
             host = SessionHost(
@@ -72,6 +74,9 @@ class App:
                 commands=commands,
                 metrics=WorkflowMetrics.in_state_dir(settings.state_dir, settings.workflow_metrics),
                 question_timeout=settings.sessions.question_timeout or None,
+                work_tools=WORKTREE_TOOLS,
+                message_route=execution.message_route,
+                load_checks=(execution.on_load,),
             )
         except ValueError as exc:
             await store.close()

@@ -27,6 +27,12 @@ async def reply(client: WireClient, sid: str, *blocks: str) -> tuple[dict[str, A
     return response, text_since(client, start, sid)
 
 
+async def heard(client: WireClient, sid: str, start: int, needle: str, timeout: float = 10.0) -> str:
+    """The agent's text since ``start``, once it contains ``needle`` (sent by a turn the Session started itself)."""
+    await client.wait_message(lambda _: needle in text_since(client, start, sid), timeout)
+    return text_since(client, start, sid)
+
+
 def review_link(text: str) -> str:
     match = LINK.search(text)
     assert match, text
@@ -34,7 +40,8 @@ def review_link(text: str) -> str:
 
 
 async def decide(url: str, action: str, **fields: str) -> str:
-    async with aiohttp.ClientSession() as http, http.post(url, data={"revision": "1", "action": action, **fields}) as response:
+    """POST a decision to a review page, as its form does."""
+    async with aiohttp.ClientSession() as http, http.post(url, data={"revision": "1", "action": action} | fields) as response:
         assert response.status == 200, await response.text()
         return await response.text()
 
@@ -111,14 +118,18 @@ async def test_plan_review_in_each_state(chat) -> None:
     _, text = await reply(client, sid, "/plan-review")
     assert text.startswith("A review is already open.") and review_link(text) == first
 
+    start = len(client.messages)
     assert "Feedback sent" in await decide(first, "feedback", general="Mention the licence.")
+    await heard(client, sid, start, "Saved Plan")  # the Session revised the Plan with the feedback
     _, text = await reply(client, sid, "/plan-review")
     second = review_link(text)
-    assert second != first, "after feedback, a new review of the current Plan"
+    assert second != first and "revision 2" in text, "after feedback, a new review of the current Plan"
 
-    assert "is approved" in await decide(second, "approve")
+    assert "is approved" in await decide(second, "approve", revision="2")
+    await heard(client, sid, start, "Execute “Add a README” now?")
+    _, text = await reply(client, sid, "Not now")
     _, text = await reply(client, sid, "/plan-review")
-    assert "is already approved (revision 1)" in text and "No review was started" in text
+    assert "is already approved (revision 2)" in text and "No review was started" in text
 
     await say(client, sid, "make a plan to add a licence")
     _, text = await reply(client, sid, "/plan-review")

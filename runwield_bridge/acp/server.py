@@ -132,6 +132,7 @@ class AcpAgentServer:
     async def new_session(self, request: NewSessionRequest) -> dict[str, Any]:
         cwd = _checked_cwd(request.cwd)
         record = await self.host.create(cwd)
+        self.host.attach(record.id, self.emitter(record.id), self._forms(record.id))
         self._after_response(self._advertise_commands(record.id))
         return {"sessionId": record.id, "configOptions": record_options(self.host.models, record)}
 
@@ -143,6 +144,7 @@ class AcpAgentServer:
         for event in await self.host.history(record.id):
             await emit(event)
         self._after_response(self._advertise_commands(record.id))
+        self._after_response(self.host.attend(record.id, emit, self._forms(record.id)))
         return {"configOptions": record_options(self.host.models, record)}
 
     async def prompt(self, request: PromptRequest) -> dict[str, Any]:

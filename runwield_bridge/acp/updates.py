@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -12,6 +13,7 @@ from ..core.events import (
     Event,
     MessageChunk,
     Notice,
+    PlanLink,
     QuestionAsked,
     SelectionChanged,
     Thought,
@@ -52,12 +54,23 @@ def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> dict[s
             "content": _text(f"\n{prefix}{event.text}\n"),
             "_meta": {"runwield": {"notice": event.level}},
         }
+    if isinstance(event, PlanLink):
+        return _with_message_id(
+            {"sessionUpdate": "agent_message_chunk", "content": _text(event.text), "_meta": {"runwield": {"planLink": plan_link_meta(event)}}},
+            event.message_id,
+        )
     if isinstance(event, SelectionChanged) and catalog is not None:
         options = config_options(catalog, event.agent, event.model, event.reasoning)
         return {"sessionUpdate": "config_option_update", "configOptions": options}
     if isinstance(event, QuestionAsked):
         return question_update(render_menu(event.question), event.question_id, "asked")
     return None
+
+
+def plan_link_meta(link: PlanLink) -> dict[str, Any]:
+    """Presentation hints for a review link (a button, say); the text already carries the URL for plain clients."""
+    expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(link.expires_at))
+    return {"url": link.url, "planId": link.plan_id, "revision": link.revision, "expiresAt": expires, "label": "Review the Plan"}
 
 
 def question_update(text: str, question_id: str, state: Literal["asked", "unmatched", "other"]) -> dict[str, Any]:

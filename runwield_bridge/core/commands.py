@@ -18,7 +18,9 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from .events import Event, PlanLink
 from .interactions import Outcome, Question
 from .models import ModelInfo
 from .store import SessionRecord
@@ -33,7 +35,9 @@ _INVOCATION = re.compile(rf"/({_NAME})(?:\s+(.*))?", re.DOTALL | re.IGNORECASE)
 
 @dataclass(frozen=True)
 class CommandContext:
-    """What a running command may use: the Session, the user (ask, say) and the selection."""
+    """What a running command may use: the Session, the user (ask, say, show a link, stream events), the selection,
+    the Agent (``agent_turn``: a model turn on a prompt, its tools working in a directory such as a worktree), and
+    ``follow_up``: once an awaitable completes, run a command as the Session's own next turn."""
 
     session: SessionRecord
     name: str
@@ -42,6 +46,10 @@ class CommandContext:
     ask: Callable[[Question], Awaitable[Outcome]]
     say: Callable[[str], Awaitable[None]]
     select: Callable[..., Awaitable[SessionRecord]]
+    emit: Callable[[Event], Awaitable[None]]
+    show_link: Callable[[PlanLink], Awaitable[None]]
+    agent_turn: Callable[[str, Path], Awaitable[None]]
+    follow_up: Callable[[Awaitable[Any], Command, str], None]
 
 
 CommandRun = Callable[[CommandContext, str], Awaitable[str | None]]

@@ -83,6 +83,18 @@ class QuestionAsked:
 
 
 @dataclass(frozen=True, slots=True)
+class PlanLink:
+    """A Plan review link: ``text`` says it in plain words (with the URL); the other fields are presentation hints."""
+
+    text: str
+    url: str
+    plan_id: str
+    revision: int
+    expires_at: float
+    message_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class TurnSettled:
     """The turn is over: nothing more will be emitted for it."""
 
@@ -92,5 +104,5 @@ class TurnSettled:
 
 
 Event = Union[
-    UserMessage, MessageChunk, Thought, ToolProgress, Usage, Notice, SelectionChanged, QuestionAsked, TurnSettled
+    UserMessage, MessageChunk, Thought, ToolProgress, Usage, Notice, SelectionChanged, QuestionAsked, PlanLink, TurnSettled
 ]

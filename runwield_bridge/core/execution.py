@@ -18,7 +18,8 @@ from .store import ExecutionRecord, ExecutionStep, Store
 from .validation import CommandResult, ValidationReport, run_command, tail
 
 ExecutionState = Literal[
-    "running", "interrupted", "held", "validated", "validation_failed", "unvalidated", "published", "abandoned", "reopened"
+    "running", "pairing", "interrupted", "held", "validated", "validation_failed", "unvalidated", "published",
+    "abandoned", "reopened",
 ]
 RecoveryChoice = Literal["continue", "reopen", "hold", "abandon"]
 RECOVERY_CHOICES: tuple[RecoveryChoice, ...] = ("continue", "reopen", "hold", "abandon")
@@ -27,9 +28,11 @@ PUBLISHABLE = ("validated", "unvalidated")
 BRANCH_PREFIX = "runwield/"
 FINISHED_STEP = "done"
 UNCERTAIN_STEPS = ("started", "interrupted")
+PAIR = "pair"  # the ``mode`` in an execution's outcome: the Agent works in increments, each a user's turn
 
 Emit = Callable[[Event], Awaitable[None]]
 Work = Callable[[Path], Awaitable[None]]
+IncrementWork = Callable[[Path, int], Awaitable[None]]  # the worktree and the increment's number
 
 
 class StepOutput(NamedTuple):
@@ -89,10 +92,14 @@ class Interruption:
         return "\n".join(lines)
 
 
+def is_pair(record: ExecutionRecord) -> bool:
+    return json.loads(record.outcome).get("mode") == PAIR
+
+
 def step_label(step: ExecutionStep) -> str:
     return {
         "worktree": f"creating the worktree and branch {step.detail}",
-        "agent": "the Agent's work on the Plan",
+        "agent": f"the Agent's work on the Plan{f' ({step.detail})' if step.detail else ''}",
         "snapshot": "recording the worktree for validation",
         "validate": f"validation `{step.detail}`" + ("" if step.exit_code is None else f" (exit {step.exit_code})"),
         "publish": f"publishing {step.detail}",
@@ -110,8 +117,11 @@ class Executor:
         self.commands = tuple(commands)
         self.timeout = timeout
 
-    async def start(self, plan_id: str, *, work: Work, emit: Emit, session_id: str | None = None) -> ExecutionRecord:
-        """Execute the Plan's approved current revision in a new worktree and branch; returns once validated (or stopped)."""
+    async def start(
+        self, plan_id: str, *, work: Work | None, emit: Emit, session_id: str | None = None
+    ) -> ExecutionRecord:
+        """Execute the Plan's approved current revision in a new worktree and branch; returns once validated (or stopped).
+        Without ``work`` it starts a Pair Execution: the worktree only, then `increment` per user turn and `finish`."""
         with self._locked(plan_id):  # the checks, the new record and its steps all happen under the Plan's lock
             plan = await self.plans.get(plan_id)
             if plan.state != "approved" or plan.approved_revision != plan.current_revision:
@@ -128,9 +138,53 @@ class Executor:
                 id=f"exe_{uuid.uuid4().hex[:16]}", plan_id=plan.id, revision=plan.current_revision, number=number,
                 session_id=session_id, worktree=str(self.worktrees / plan.project / name), branch=BRANCH_PREFIX + name,
                 base_commit=base, commands=json.dumps(self.commands),
+                outcome=json.dumps({} if work else {"mode": PAIR}),
             )
             await self.store.add_execution(record)
-            return await self._run_round(record, work, emit)
+            if work is not None:
+                return await self._run_round(record, work, emit)
+            try:
+                await self._step(record, "worktree", record.branch, emit, lambda: self._add_worktree(record))
+            except StepFailed as failed:
+                return await self._stopped(record, failed, emit)
+            return await self.store.update_execution(record.id, state="pairing")
+
+    async def increment(self, execution_id: str, *, work: IncrementWork, emit: Emit) -> tuple[ExecutionRecord, int]:
+        """One Pair Execution increment: the Agent's work, recorded write-ahead; the execution then waits for the
+        user again. Returns the execution and the increment's number."""
+        with self._locked((await self._get(execution_id)).plan_id):
+            record = await self._pairing(execution_id)
+            steps = await self.store.execution_steps(record.id)
+            if any(s.name == "snapshot" and s.round == record.round for s in steps):  # validated before: a new round
+                record = await self.store.update_execution(record.id, round=record.round + 1)
+            number = 1 + sum(s.name == "agent" for s in steps)
+            record = await self.store.update_execution(record.id, state="running")
+            try:
+                await self._step(record, "agent", f"increment {number}", None, lambda: _no_output(work(Path(record.worktree), number)))
+            except StepFailed as failed:
+                return await self._stopped(record, failed, emit), number
+            except asyncio.CancelledError:
+                await self.store.interrupt_execution(record.id, "cancelled", outcome=_outcome(record, reason="cancelled"))
+                raise
+            return await self.store.update_execution(record.id, state="pairing"), number
+
+    async def finish(self, execution_id: str, *, emit: Emit) -> ExecutionRecord:
+        """The user accepted a Pair Execution's work: validate it (the validation result is the outcome)."""
+        with self._locked((await self._get(execution_id)).plan_id):
+            record = await self._pairing(execution_id)
+            record = await self.store.update_execution(record.id, state="running")
+            return await self._run_round(record, None, emit)
+
+    async def changes(self, record: ExecutionRecord) -> str:
+        """The worktree's uncommitted changes (``git status --short``)."""
+        worktree = Path(record.worktree)
+        return await git(worktree, "status", "--short", check=False) if worktree.is_dir() else "(the worktree is missing)"
+
+    async def _pairing(self, execution_id: str) -> ExecutionRecord:
+        record = await self._get(execution_id)
+        if record.state != "pairing":
+            raise ExecutionError(f"this execution is {record.state.replace('_', ' ')}, not a Pair Execution waiting for you")
+        return record
 
     async def choose(self, execution_id: str, choice: RecoveryChoice, *, work: Work | None = None, emit: Emit) -> ExecutionRecord:
         """Act on a choice for an execution awaiting one: continue (needs ``work``), reopen for review, hold, or abandon."""
@@ -189,10 +243,8 @@ class Executor:
             repaired.append("the execution and its Plan are marked interrupted (the process running them had stopped)")
         repaired.extend(remove_stale_locks(Path(record.worktree)))
         steps = await self.store.execution_steps(record.id)
-        worktree = Path(record.worktree)
-        changes = await git(worktree, "status", "--short", check=False) if worktree.is_dir() else "(the worktree is missing)"
         plan = await self.plans.get(record.plan_id)
-        return Interruption(record, plan.title, _finished(steps), _uncertain(steps), changes, tuple(repaired))
+        return Interruption(record, plan.title, _finished(steps), _uncertain(steps), await self.changes(record), tuple(repaired))
 
     async def _continue(self, record: ExecutionRecord, work: Work, emit: Emit) -> ExecutionRecord:
         steps = await self.store.execution_steps(record.id)
@@ -200,20 +252,27 @@ class Executor:
         if uncertain and uncertain[-1].name == "publish":
             await self._publish(record, emit)
             return await self._get(record.id)
+        if is_pair(record):
+            if not any(s.name in ("snapshot", "validate") for s in uncertain):
+                await emit(Notice("The Pair Execution goes on: your next message is the Agent's next increment."))
+                return await self.store.update_execution(record.id, {"state": "executing"}, state="pairing")
+            record = await self.store.update_execution(record.id, {"state": "executing"}, state="running")
+            return await self._run_round(record, None, emit)  # the interrupted validation, again
         if _round_complete(record, steps):
             record = await self.store.update_execution(record.id, round=record.round + 1)
         record = await self.store.update_execution(record.id, {"state": "executing"}, state="running")
         return await self._run_round(record, work, emit)
 
-    async def _run_round(self, record: ExecutionRecord, work: Work, emit: Emit) -> ExecutionRecord:
-        """Run what is left of the current round: worktree (once), the Agent's work, snapshot, each validation command."""
+    async def _run_round(self, record: ExecutionRecord, work: Work | None, emit: Emit) -> ExecutionRecord:
+        """Run what is left of the current round: worktree (once), the Agent's work (unless a Pair Execution's
+        increments did it), snapshot, each validation command."""
         steps = await self.store.execution_steps(record.id)
         done = {(s.name, s.detail): s for s in steps if s.state == FINISHED_STEP and s.round == record.round}
         worktree = Path(record.worktree)
         try:
             if not any(s.name == "worktree" and s.state == FINISHED_STEP for s in steps):
                 await self._step(record, "worktree", record.branch, emit, lambda: self._add_worktree(record))
-            if ("agent", "") not in done:
+            if work is not None and ("agent", "") not in done:
                 await self._step(record, "agent", "", None, lambda: _no_output(work(worktree)))
             snapshot = done.get(("snapshot", "")) or await self._step(
                 record, "snapshot", "", None, lambda: _tree_output(worktree)
@@ -225,9 +284,7 @@ class Executor:
                 )
                 results.append(_result_of(step, self.timeout))
         except StepFailed as failed:
-            record = await self.store.interrupt_execution(record.id, str(failed), outcome=_outcome(record, reason=str(failed)))
-            await emit(Notice(f"The execution stopped: {failed} Choose: continue, reopen for review, hold, or abandon.", "error"))
-            return record
+            return await self._stopped(record, failed, emit)
         except asyncio.CancelledError:
             await self.store.interrupt_execution(record.id, "cancelled", outcome=_outcome(record, reason="cancelled"))
             raise
@@ -236,6 +293,11 @@ class Executor:
         outcome = _outcome(record, validation=report.summary(), state=report.state, tree=snapshot.output)
         record = await self.store.update_execution(record.id, {"state": "executing"}, state=state, outcome=outcome)
         await emit(Notice(report.summary(), {"passed": "info", "failed": "error", "unvalidated": "warning"}[report.state]))
+        return record
+
+    async def _stopped(self, record: ExecutionRecord, failed: StepFailed, emit: Emit) -> ExecutionRecord:
+        record = await self.store.interrupt_execution(record.id, str(failed), outcome=_outcome(record, reason=str(failed)))
+        await emit(Notice(f"The execution stopped: {failed} Choose: continue, reopen for review, hold, or abandon.", "error"))
         return record
 
     async def _step(self, record: ExecutionRecord, name: str, detail: str, emit: Emit | None, action: StepAction) -> ExecutionStep:

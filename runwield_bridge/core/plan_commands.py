@@ -1,4 +1,4 @@
-"""The Plan commands: ``/load-plan`` (alias ``/load-plans``) and ``/plan-review``."""
+"""The Plan commands: ``/load-plan`` (alias ``/load-plans``) and ``/plan-review``; a review's outcome resumes the Session."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from .builtin_commands import choose
 from .commands import Command, CommandContext
-from .execution import Executor
-from .interactions import Choice, select
+from .events import PlanLink
+from .interactions import Choice
+from .plan_execution import ChatExecution
 from .plans import PlanBook, PlanNotFound
 from .reviews import ReviewHub, ReviewLink, ReviewUnavailable
 from .store import PlanRecord
@@ -32,10 +33,29 @@ WHY_NOT = {
 }
 
 
+EXECUTE_NOW = (
+    Choice("execute", "Execute", "Carry out the approved Plan in its own git worktree now"),
+    Choice("later", "Not now", "Leave it approved; choose Execute for it in /load-plan later"),
+)
+
+
 def link_text(plan: PlanRecord, link: ReviewLink) -> str:
     """A review link as plain text: works in any client."""
     until = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(link.expires_at))
     return f"Review revision {link.revision} of “{plan.title}” in your browser: {link.url}\n(The link works until {until}.)"
+
+
+def plan_link(plan: PlanRecord, link: ReviewLink, prefix: str = "") -> PlanLink:
+    """The review link as an event: plain text with the URL, and the link's fields as presentation hints."""
+    return PlanLink(prefix + link_text(plan, link), link.url, plan.id, link.revision, link.expires_at)
+
+
+def revise_prompt(plan: PlanRecord, revision: int, feedback: str) -> str:
+    """What the Agent is asked when a review sends the Plan back: the feedback comes last, as written."""
+    return (
+        f"Revise Plan “{plan.title}” (plan_id {plan.id}): save a new revision with revise_plan that addresses "
+        f"this feedback from the review of revision {revision}:\n{feedback}"
+    )
 
 
 def why_not_reviewable(plan: PlanRecord) -> str:
@@ -48,7 +68,7 @@ class PlanCommands:
 
     plans: PlanBook
     reviews: ReviewHub
-    executor: Executor
+    execution: ChatExecution
 
     def commands(self) -> tuple[Command, Command]:
         return (
@@ -111,29 +131,51 @@ class PlanCommands:
             return
         live = await self.reviews.live_link(plan.id)
         if live is not None and live.revision == plan.current_revision:
-            await ctx.say("A review is already open. " + link_text(plan, live))
+            await ctx.show_link(plan_link(plan, live, "A review is already open. "))
             return
         try:
             link = await self.reviews.start(plan.id, ctx.session.id)
         except ReviewUnavailable as exc:
             await ctx.say(f"{exc}. No review was started.")
             return
-        await ctx.say(link_text(plan, link))
+        await ctx.show_link(plan_link(plan, link))
+        outcome = Command("review-outcome", "A review's outcome", self._review_outcome, advertised=False)
+        ctx.follow_up(self.reviews.wait(link.review_id), outcome, link.review_id)
+
+    async def _review_outcome(self, ctx: CommandContext, review_id: str) -> str | None:
+        """The Session takes up a decided review: feedback starts a planning turn, approval offers Execute."""
+        outcome = await self.reviews.wait(review_id)  # stored by now: returns at once
+        plan = await self.plans.get(outcome.plan_id)
+        where = f"revision {outcome.revision} of “{plan.title}”"
+        if outcome.state == "changes_requested":
+            feedback = outcome.feedback.as_text()
+            await ctx.say(f"The review sent {where} back with feedback:\n{feedback}")
+            await self.plans.store.link_plan_session(plan.id, ctx.session.id, "revised")
+            return revise_prompt(plan, outcome.revision, feedback)
+        if outcome.state == "expired":
+            await ctx.say(f"The review link for {where} expired without a decision. {HOW_TO_REVIEW}")
+        elif outcome.state == "approved":
+            notes = outcome.feedback.as_text()
+            await ctx.say(f"The review approved {where}." + (f" Notes:\n{notes}" if notes else ""))
+            if plan.state == "approved" and plan.approved_revision == plan.current_revision:
+                if await choose(ctx, "", f"Execute “{plan.title}” now?", list(EXECUTE_NOW), "choice") == "execute":
+                    await self.execution.execute(ctx, plan)
+        return None
 
     async def _execute(self, ctx: CommandContext, plan: PlanRecord) -> None:
-        """Explain whether the Plan can execute; an interrupted or held execution shows its recovery report."""
-        if plan.state in ("interrupted", "held"):
-            reports = [r for r in await self.executor.recover() if r.execution.plan_id == plan.id]
-            await ctx.say("\n\n".join(r.describe() for r in reports) or why_not_reviewable(plan))
+        """Start an approved Plan; an execution awaiting a choice shows its report and the choices; else say why not."""
+        if plan.state in ("interrupted", "held", "executing"):
+            waiting = await self.execution.waiting(plan_id=plan.id)
+            if waiting:
+                await self.execution.take_up(waiting, ctx, "")
+            else:
+                await ctx.say(f"{why_not_reviewable(plan)} Nothing was started.")
             return
         if plan.state != "approved" or plan.approved_revision != plan.current_revision:
             reason = why_not_reviewable(plan) if plan.state in WHY_NOT else f"Plan “{plan.title}” is not approved."
             await ctx.say(f"{reason} Only an approved Plan executes. {HOW_TO_REVIEW}")
             return
-        await ctx.say(
-            f"Plan “{plan.title}” is approved. Starting its execution from a chat command is not available yet; "
-            "nothing was started."
-        )
+        await self.execution.execute(ctx, plan)
 
     async def _details(self, plan: PlanRecord) -> str:
         revisions = await self.plans.store.plan_revisions(plan.id)

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from .events import (
     Event,
     MessageChunk,
     Notice,
+    PlanLink,
     QuestionAsked,
     SelectionChanged,
     ToolProgress,
@@ -35,12 +36,21 @@ from .tools import Tool
 log = logging.getLogger(__name__)
 Emit = Callable[[Event], Awaitable[None]]
 FormAsker = Callable[[PendingQuestion], Awaitable[Outcome]]
+MessageRoute = Callable[[SessionRecord], Awaitable[Command | None]]
+"""The command that takes a Session's plain messages instead of the model (a Pair Execution), if any."""
+LoadCheck = Callable[[str], Awaitable[Command | None]]
+"""A command to run as the Session's own turn when a client loads it (an interrupted execution), if any."""
 TITLE_LENGTH = 60
 QUESTION_TIMEOUT = 3600.0
+FOLLOW_UP_POLL = 0.1
 UNSETTLED_NOTICE = {
     "expired": "The question expired without an answer; nothing was chosen.",
     "failed": "The question could not be asked ({reason}); nothing was chosen.",
 }
+ORPHANED_QUESTION = (
+    "The question “{prompt}” was asked by a process that has since stopped, so it can no longer be answered. "
+    "Nothing was chosen; run the command again to retry it."
+)
 
 
 class SessionNotFound(LookupError):
@@ -85,6 +95,8 @@ class LiveSession:
     forms: FormAsker | None = None  # how that prompt's client answers questions in place, if it can
     parked: asyncio.Event = field(default_factory=asyncio.Event)  # a chat question waits for the next message
     steering: SteeringInbox | None = None  # set while a model turn can take steered input
+    follow_ups: set[asyncio.Task[None]] = field(default_factory=set)  # turns the Session will start itself
+    own_turn: bool = False  # the running turn is one the Session started itself
 
     @property
     def busy(self) -> bool:
@@ -128,6 +140,9 @@ class SessionHost:
         commands: CommandRegistry | None = None,
         metrics: WorkflowMetrics | None = None,
         question_timeout: float | None = QUESTION_TIMEOUT,
+        work_tools: Sequence[Tool] = (),
+        message_route: MessageRoute | None = None,
+        load_checks: Sequence[LoadCheck] = (),
     ) -> None:
         models.info(default_model)
         agent_profile(default_agent)
@@ -140,6 +155,9 @@ class SessionHost:
         self.commands = commands or CommandRegistry(BUILTIN_COMMANDS)
         self.metrics = metrics or WorkflowMetrics(None)
         self.broker = InteractionBroker(question_timeout, self.metrics)
+        self.work_tools = tuple(work_tools)  # offered only to turns working in a worktree
+        self.message_route = message_route
+        self.load_checks = tuple(load_checks)
         self._live: dict[str, LiveSession] = {}
 
     async def create(self, cwd: str, title: str = "") -> SessionRecord:
@@ -176,6 +194,49 @@ class SessionHost:
                 events.append(MessageChunk(entry.text, entry.payload.get("message_id")))
         return events
 
+    def attach(self, session_id: str, emit: Emit, forms: FormAsker | None = None) -> None:
+        """Send the turns this Session starts itself (follow-ups) to this client, until a prompt takes them."""
+        live = self._live[session_id]
+        if not live.busy:
+            live.follow(emit, forms)
+
+    async def attend(self, session_id: str, emit: Emit, forms: FormAsker | None = None) -> None:
+        """A client loaded the Session: attach it, retire a question whose process is gone (saying so), and start
+        what the Session was in the middle of (the load checks' commands) as its own turns."""
+        live = await self._open_live(session_id)
+        self.attach(session_id, emit, forms)
+        if not live.busy and not live.parked.is_set() and self._writer_free(session_id):
+            await self._retire_orphaned_question(live)
+        for check in self.load_checks:
+            if (command := await check(session_id)) is not None:
+                self.follow_up(session_id, command)
+
+    def follow_up(self, session_id: str, command: Command, args: str = "", after: Awaitable[Any] | None = None) -> None:
+        """Once ``after`` completes (a review decided), run ``command`` as the Session's own turn when no turn runs;
+        it streams to the client the Session follows. Closing the Session drops it."""
+        live = self._live[session_id]
+        task = asyncio.create_task(self._follow_up(live, command, args, after), name=f"follow-up:{session_id}:{command.name}")
+        live.follow_ups.add(task)
+        task.add_done_callback(live.follow_ups.discard)
+        task.add_done_callback(_log_failure)
+
+    async def _follow_up(self, live: LiveSession, command: Command, args: str, after: Awaitable[Any] | None) -> None:
+        if after is not None:
+            await after
+        while live.busy or live.parked.is_set() or not live.lock.try_acquire():
+            await asyncio.sleep(FOLLOW_UP_POLL)
+        live.own_turn = True
+        live.turn = asyncio.create_task(self._turn(live, None, Invocation(command, command.name, args)))
+        await asyncio.wait({live.turn})
+
+    async def _retire_orphaned_question(self, live: LiveSession) -> None:
+        """A chat question left unsettled by a stopped process: tell the user to retry it, and mark it settled."""
+        asked = [e for e in await self.store.transcript(live.record.id) if e.kind in ("question", "question_settled")]
+        if asked and asked[-1].kind == "question":
+            text = ORPHANED_QUESTION.format(prompt=asked[-1].text.splitlines()[0])
+            await self.store.append_many(live.record.id, [("question_settled", "", {"status": "gone"}), ("notice", text, {"level": "warning"})])
+            await live.emit(Notice(text, "warning"))
+
     def is_busy(self, session_id: str) -> bool:
         live = self._live.get(session_id)
         return live is not None and live.busy
@@ -192,6 +253,7 @@ class SessionHost:
             raise SessionBusy(f"Session {session_id} is busy with another turn; send your message again when it ends")
         invocation = self.commands.resolve(live.record.cwd, text)
         live.follow(emit, forms)
+        live.own_turn = False
         live.turn = asyncio.create_task(self._turn(live, text, invocation), name=f"turn:{session_id}")
         return await self._next_stop(live)
 
@@ -249,6 +311,8 @@ class SessionHost:
         await self.cancel(session_id)
         live = self._live.pop(session_id, None)
         if live is not None:
+            for task in list(live.follow_ups):
+                task.cancel()
             live.lock.release()
 
     async def archive(self, session_id: str, archived: bool = True) -> SessionRecord:
@@ -319,10 +383,13 @@ class SessionHost:
         return self._live[session_id]
 
     async def _ready(self, session_id: str) -> LiveSession:
-        """The live Session, once a turn being cancelled has settled (so its question cannot take the next message)."""
+        """The live Session, once a turn being cancelled has settled (so its question cannot take the next message),
+        and a turn the Session started itself has ended or asked a question (which then claims the next message)."""
         live = await self._open_live(session_id)
         if live.busy and live.cancelling:
             await asyncio.wait({live.turn})
+        elif live.busy and live.own_turn:
+            await self._next_stop(live)
         return live
 
     async def _next_stop(self, live: LiveSession) -> PromptResult:
@@ -338,7 +405,8 @@ class SessionHost:
             if live.parked.is_set() and (pending := self.broker.pending(live.record.id)) is not None:
                 return AwaitingReply(pending.id)
 
-    async def _turn(self, live: LiveSession, text: str, invocation: Invocation | None) -> TurnSettled:
+    async def _turn(self, live: LiveSession, text: str | None, invocation: Invocation | None) -> TurnSettled:
+        """One turn: the user's ``text`` (None for a turn the Session starts itself), a command or a model turn."""
         session_id = live.record.id
         result = TurnResult()
         settled = TurnSettled("end_turn")
@@ -346,6 +414,8 @@ class SessionHost:
         self.metrics.record(session_id, "turn_started", command=invocation.name if invocation else None)
         try:
             history = await asyncio.shield(recorded)  # the user's input is kept even if the turn is cancelled
+            if invocation is None and self.message_route and (route := await self.message_route(live.record)):
+                invocation = Invocation(route, route.name, text or "")
             prompt = await self._run_command(live, invocation, result) if invocation else text
             if prompt:
                 await self._run_model(live, history, prompt, result)
@@ -381,6 +451,11 @@ class SessionHost:
         async def select(**changes: str) -> SessionRecord:
             return await self._apply_selection(live.record, emit=live.emit, **changes)
 
+        async def agent_turn(prompt: str, cwd: Path) -> None:
+            history = await self._model_history(live)
+            await self.store.append(session_id, "user", prompt, audience="model", command=invocation.name)
+            await self._run_model(live, history, prompt, result, cwd=cwd, tools=(*self.tools, *self.work_tools))
+
         context = CommandContext(
             session=live.record,
             name=invocation.name,
@@ -389,20 +464,34 @@ class SessionHost:
             ask=lambda question: self._ask(live, question),
             say=lambda text: self._say(live, result, text),
             select=select,
+            emit=live.emit,
+            show_link=lambda link: self._say(live, result, link.text, link),
+            agent_turn=agent_turn,
+            follow_up=lambda after, command, args: self.follow_up(session_id, command, args, after),
         )
         prompt = await invocation.command.run(context, invocation.args)
         if prompt:
             await self.store.append(session_id, "user", prompt, audience="model", command=invocation.command.name)
         return prompt
 
-    async def _run_model(self, live: LiveSession, history: list[ChatMessage], prompt: str, result: TurnResult) -> None:
+    async def _run_model(
+        self,
+        live: LiveSession,
+        history: list[ChatMessage],
+        prompt: str,
+        result: TurnResult,
+        *,
+        cwd: Path | None = None,
+        tools: Sequence[Tool] | None = None,
+    ) -> None:
+        """A model turn on ``prompt``; its tools work in ``cwd`` (default: the Session's directory)."""
         record = live.record
         live.steering = SteeringInbox()
         runner = TurnRunner(
             model=self.models.build(record.model),
-            tools=self.tools,
+            tools=self.tools if tools is None else tools,
             session_id=record.id,
-            cwd=Path(record.cwd),
+            cwd=cwd or Path(record.cwd),
             reasoning=record.reasoning,
             base_cost=record.cost_usd,
             emit=self._observed(live),
@@ -428,26 +517,37 @@ class SessionHost:
 
     async def _ask(self, live: LiveSession, question: Question, tool_call_id: str | None = None) -> Outcome:
         """Ask the user through the broker; an expired or unshowable question is said, never answered by default."""
+        await self.store.append(live.record.id, "question", question.prompt, question_kind=question.kind)
+        status = "cancelled"
         try:
             outcome = await self.broker.ask(live.record.id, question, live, tool_call_id)
+            status = outcome.status
         finally:
             live.parked.clear()
+            await asyncio.shield(self.store.append(live.record.id, "question_settled", "", status=status))
         if outcome.status in UNSETTLED_NOTICE:
             await live.emit(Notice(UNSETTLED_NOTICE[outcome.status].format(reason=outcome.reason), "warning"))
         return outcome
 
-    async def _say(self, live: LiveSession, result: TurnResult, text: str) -> None:
-        """A command's output: shown and kept in the transcript, but not part of the model's conversation."""
+    async def _say(self, live: LiveSession, result: TurnResult, text: str, link: PlanLink | None = None) -> None:
+        """A command's output (a plain message, or a review link): shown and kept in the transcript, but not part
+        of the model's conversation."""
         piece = f"\n\n{text}" if result.reply else text
         result.add_reply(piece, aside=True)
-        await live.emit(MessageChunk(piece, result.message_id))
+        if link is None:
+            await live.emit(MessageChunk(piece, result.message_id))
+        else:
+            await live.emit(replace(link, text=piece, message_id=result.message_id))
 
-    async def _record_prompt(self, live: LiveSession, text: str, command: bool = False) -> list[ChatMessage]:
+    async def _record_prompt(self, live: LiveSession, text: str | None, command: bool = False) -> list[ChatMessage]:
         """Append the prompt to the transcript (titling an untitled Session) and return the history before it.
-        A slash command is kept for the user to see, not for the model, and titles nothing."""
+        A slash command is kept for the user to see, not for the model, and titles nothing; a turn the Session
+        starts itself (no text) records nothing."""
         session_id = live.record.id
         live.record = await self.get(session_id)
         history = await self._model_history(live)
+        if text is None:
+            return history
         entry = ("user", text, {"audience": "user"} if command else {})
         title = {}
         if not command and not live.record.title and text.strip():
@@ -490,3 +590,8 @@ class SessionHost:
             elif entry.kind == "agent":
                 live.history.append(ChatMessage("assistant", entry.text))
         return list(live.history)
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and (error := task.exception()) is not None:
+        log.error("a follow-up turn failed: %s", error, exc_info=error)

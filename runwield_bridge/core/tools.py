@@ -66,9 +66,30 @@ async def _list_files(arguments: dict[str, Any], ctx: ToolContext) -> str:
     return "\n".join(names)
 
 
+async def _write_file(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    path = _inside(ctx, str(arguments.get("path", "")))
+    if path == ctx.cwd.resolve() or ".git" in path.relative_to(ctx.cwd.resolve()).parts:
+        raise ToolError(f"cannot write {arguments.get('path')!r}")
+    content = str(arguments.get("content", ""))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content, encoding="utf-8")
+    return f"Wrote {arguments.get('path')} ({len(content.encode())} bytes)"
+
+
 _PATH_PARAM = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
 
 BUILTIN_TOOLS: tuple[Tool, ...] = (
     Tool(ToolSpec("read_file", "Read a text file in the project", _PATH_PARAM), "read", _read_file),
     Tool(ToolSpec("list_files", "List a directory in the project", _PATH_PARAM), "search", _list_files),
 )
+
+_WRITE_PARAM = {
+    "type": "object",
+    "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+    "required": ["path", "content"],
+}
+
+WORKTREE_TOOLS: tuple[Tool, ...] = (
+    Tool(ToolSpec("write_file", "Write a text file in the worktree (only while executing a Plan)", _WRITE_PARAM), "edit", _write_file),
+)
+"""Tools offered only to turns that work in a RunWield-owned worktree: they change files."""

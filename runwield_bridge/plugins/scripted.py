@@ -30,6 +30,8 @@ SLOW_CHUNKS = 15
 _READ = re.compile(r"\bread\s+(\S+)", re.IGNORECASE)
 _MAKE_A_PLAN = re.compile(r"\bmake a plan\b(?:\s+(?:to|for|about)\b)?[\s:,-]*(.*)", re.IGNORECASE | re.DOTALL)
 _INTERVIEW = re.compile(r"\binterview\b", re.IGNORECASE)
+_REVISE_PLAN = re.compile(r"\brevise plan\b.*?\(plan_id (plan_\w+)\).*?feedback\b[^\n]*:\n(.+)", re.IGNORECASE | re.DOTALL)
+_WRITE = re.compile(r"\bwrite\s+([\w./-]+)\s+saying\s+([^.”\"\n]+)", re.IGNORECASE)
 INTERVIEW_QUESTIONS = [
     {"question": "Which language should the example use?", "options": ["Python", "Rust", "Go"]},
     {"question": "Should it include tests?", "options": ["Yes", "No"]},
@@ -102,6 +104,12 @@ def _tool_call_for(prompt: str, position: int) -> ToolCallRequest | None:
         return ToolCallRequest(f"call-{position}", "user_interview", {"questions": INTERVIEW_QUESTIONS})
     if _MAKE_A_PLAN.search(prompt):
         return ToolCallRequest(f"call-{position}", "write_plan", scripted_plan(prompt))
+    if match := _REVISE_PLAN.search(prompt):
+        body = f"## Changes asked for in review\n\n{match.group(2).strip()}\n"
+        return ToolCallRequest(f"call-{position}", "revise_plan", {"plan_id": match.group(1), "body": body})
+    if match := _WRITE.search(prompt):
+        content = match.group(2).strip() + "\n"
+        return ToolCallRequest(f"call-{position}", "write_file", {"path": match.group(1), "content": content})
     if "list files" in lowered:
         return ToolCallRequest(f"call-{position}", "list_files", {"path": "."})
     if match := _READ.search(prompt):
@@ -112,6 +120,8 @@ def _tool_call_for(prompt: str, position: int) -> ToolCallRequest | None:
 def _reply(prompt: str, last: ChatMessage, messages: tuple[ChatMessage, ...]) -> str:
     if last.role == "tool" and _tool_name(messages, last.tool_call_id) == "user_interview":
         return _interview_reply(last.text)
+    if last.role == "tool" and _tool_name(messages, last.tool_call_id) == "write_file":
+        return f"{last.text}. The work is complete and every test passes."  # a claim: validation decides
     if last.role == "tool":
         lines = [line for line in last.text.splitlines() if line]
         return f"The tool returned {len(lines)} lines:\n{last.text}"
