@@ -8,7 +8,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from acp_session import FORMS_INIT, menus, model_requests, say, text_since, wld_session
+from acp_session import FORMS_INIT, menus, model_requests, say, since, text_since, wld_session
 from acp_wire import WireClient
 from test_acp_interactions import SENDER
 
@@ -76,8 +76,11 @@ async def test_load_plan_lists_plans_and_its_menu_views_details_reviews_and_canc
 
     response, _ = await reply(client, sid, "/load-plan")
     await reply(client, sid, "1")
+    start = len(client.messages)
     _, text = await reply(client, sid, "Review")
     url = review_link(text)
+    [hint] = [u["_meta"]["runwield"]["planLink"] for u in since(client, start, sid) if "planLink" in u.get("_meta", {}).get("runwield", {})]
+    assert hint["url"] == url and hint["revision"] == 1 and hint["planId"].startswith("plan_"), "PlanLink: text plus _meta hints"
     async with aiohttp.ClientSession() as http, http.get(url) as page:
         assert page.status == 200 and "Add a README" in await page.text()
 

@@ -61,15 +61,15 @@ def execution_prompt(plan: PlanRecord, text: str, worktree: Path, validation: st
 
 
 def increment_prompt(plan: PlanRecord, text: str, worktree: Path, number: int, message: str = "") -> str:
-    """What the Agent is asked for one Pair Execution increment: the Plan first, then the user's words."""
+    """What the Agent is asked for one Pair Execution increment: the Plan first; later, the user's words first."""
     if number == 1:
         return (
             f"Pair Execution of Plan “{plan.title}” (id {plan.id}), increment 1, in the worktree {worktree}. "
             f"Do only the first small increment of the Plan with write_file, then stop and report what you did.\n\n{text}"
         )
     return (
-        f"Pair Execution of Plan “{plan.title}”, increment {number}, in the worktree {worktree}. The user says:\n"
-        f"{message}\n\nDo only this increment with write_file, then stop and report what you did."
+        f"The user says:\n{message}\n\nThat is increment {number} of the Pair Execution of Plan “{plan.title}” in the "
+        f"worktree {worktree}. Do only this increment with write_file, then stop and report what you did."
     )
 
 
