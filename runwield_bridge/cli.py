@@ -80,6 +80,21 @@ async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
         await app.close()
 
 
+async def cmd_plans(args: argparse.Namespace, settings: Settings) -> int:
+    app = await App.start(settings)
+    try:
+        plans = await (app.plans.for_project(args.project) if args.project else app.store.list_plans())
+        for plan in plans:
+            when = datetime.fromtimestamp(plan.updated_at).strftime("%Y-%m-%d %H:%M")
+            approved = f" (approved rev {plan.approved_revision})" if plan.approved_revision else ""
+            print(f"{plan.id}  {when}  {plan.state:<17} rev {plan.current_revision}{approved}  {plan.title}  [{plan.project_dir}]")
+        if not plans:
+            print("no Plans yet; ask the Agent to make a plan")
+        return 0
+    finally:
+        await app.close()
+
+
 async def cmd_plugins(args: argparse.Namespace, settings: Settings) -> int:
     plugins = load_plugins(settings.plugins.allow, settings.plugins.block)
     for plugin in plugins.loaded:
@@ -135,6 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("session_id", nargs="?")
     sessions.add_argument("--all", action="store_true", help="include archived Sessions")
     sessions.set_defaults(run=cmd_sessions)
+
+    plans = sub.add_parser("plans", parents=[common], help="list Plans with their state (see docs/plans.md)")
+    plans.add_argument("--project", metavar="DIR", help="only the Plans of the project DIR belongs to")
+    plans.set_defaults(run=cmd_plans)
 
     plugins = sub.add_parser("plugins", parents=[common], help="list plugins: loaded, blocked, failed")
     plugins.set_defaults(run=cmd_plugins)

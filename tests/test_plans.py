@@ -129,3 +129,19 @@ def test_a_project_is_the_enclosing_git_checkout_or_the_directory(tmp_path: Path
     loose.mkdir()
     assert project_root(loose) == loose.resolve()
     assert project_key(project.resolve()) != project_key(loose.resolve())
+
+
+async def test_wld_plans_lists_plans_with_their_state(tmp_path: Path, project: Path) -> None:
+    from test_acp_server import run_wld
+
+    app = await start(tmp_path)
+    session = await app.host.create(str(project))
+    draft = await app.plans.write(cwd=project, title="Add a README", body="1. Write it", session_id=session.id)
+    other = await app.plans.write(cwd=tmp_path, title="Elsewhere", body="text")
+    await app.store.update_plan(other.id, state="approved", approved_revision=1)
+    await app.close()
+    listed = run_wld("plans").splitlines()
+    assert [line.split()[0] for line in listed] == [other.id, draft.id], "most recently changed first"
+    assert "approved          rev 1 (approved rev 1)  Elsewhere" in listed[0]
+    assert "draft             rev 1  Add a README" in listed[1] and str(project) in listed[1]
+    assert run_wld("plans", "--project", str(project / "src")).split()[0] == draft.id
