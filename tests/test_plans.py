@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 from runwield_bridge.app import App
+from runwield_bridge.cli import main
 from runwield_bridge.config import load_settings
 from runwield_bridge.core.events import Event, ToolProgress
 from runwield_bridge.core.plans import PlanNotFound, project_key, project_root
@@ -131,17 +133,23 @@ def test_a_project_is_the_enclosing_git_checkout_or_the_directory(tmp_path: Path
     assert project_key(project.resolve()) != project_key(loose.resolve())
 
 
-async def test_wld_plans_lists_plans_with_their_state(tmp_path: Path, project: Path) -> None:
-    from test_acp_server import run_wld
 
-    app = await start(tmp_path)
-    session = await app.host.create(str(project))
-    draft = await app.plans.write(cwd=project, title="Add a README", body="1. Write it", session_id=session.id)
-    other = await app.plans.write(cwd=tmp_path, title="Elsewhere", body="text")
-    await app.store.update_plan(other.id, state="approved", approved_revision=1)
-    await app.close()
-    listed = run_wld("plans").splitlines()
-    assert [line.split()[0] for line in listed] == [other.id, draft.id], "most recently changed first"
+def test_wld_plans_lists_plans_with_their_state(tmp_path: Path, project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    async def write() -> tuple[str, str]:
+        app = await start(tmp_path)
+        session = await app.host.create(str(project))
+        draft = await app.plans.write(cwd=project, title="Add a README", body="1. Write it", session_id=session.id)
+        other = await app.plans.write(cwd=tmp_path, title="Elsewhere", body="text")
+        await app.store.update_plan(other.id, state="approved", approved_revision=1)
+        await app.close()
+        return draft.id, other.id
+
+    draft, other = asyncio.run(write())
+    config = str(tmp_path / "wld.toml")
+    assert main(["plans", "--config", config]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in listed] == [other, draft], "most recently changed first"
     assert "approved          rev 1 (approved rev 1)  Elsewhere" in listed[0]
     assert "draft             rev 1  Add a README" in listed[1] and str(project) in listed[1]
-    assert run_wld("plans", "--project", str(project / "src")).split()[0] == draft.id
+    assert main(["plans", "--config", config, "--project", str(project / "src")]) == 0
+    assert capsys.readouterr().out.split()[0] == draft
