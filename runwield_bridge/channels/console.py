@@ -143,7 +143,7 @@ class ConsoleChannel:
                 await self._follow(inbox, turn, lines, held)
 
     async def _follow(self, inbox: Inbox, turn: asyncio.Task[None], lines: asyncio.Queue[str | None], held: deque[str | None]) -> None:
-        """Wait for the turn: Ctrl-C cancels it; lines typed meanwhile answer its questions or wait their turn."""
+        """Wait for the turn: Ctrl-C cancels it; lines typed meanwhile (and end of input) answer its questions or wait."""
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, lambda: self.background.spawn(inbox.cancel(CONVERSATION), "cancel"))
         try:
@@ -157,9 +157,7 @@ class ConsoleChannel:
                 if line is not None and inbox.awaiting_answer(CONVERSATION):
                     await inbox.receive_message(IncomingMessage(CONVERSATION, PERSON, line.rstrip("\n")))
                     continue
-                if line is None:
-                    await inbox.cancel(CONVERSATION)
-                held.append(line)
+                held.append(line)  # end of input too: the turn finishes, then the chat ends
         finally:
             loop.remove_signal_handler(signal.SIGINT)
 
