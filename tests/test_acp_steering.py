@@ -70,7 +70,7 @@ async def test_steering_an_idle_session_needs_a_prompt_and_queues_nothing(acp) -
 
 async def test_steering_while_a_chat_question_waits_needs_a_prompt(acp) -> None:
     client, sid = acp
-    await say(client, sid, "/agent")
+    assert (await say(client, sid, "/agent"))["result"] == {"stopReason": "end_turn"}
     for text in ("go on", "/agent"):
         assert (await steer(client, sid, text))["result"] == {"outcome": "promptRequired", "reason": "questionPending"}
     start = len(client.messages)
