@@ -77,6 +77,7 @@ class ConsoleReply:
 
     def __init__(self, terminal: Terminal) -> None:
         self.terminal = terminal
+        self.tool_titles: dict[str, str] = {}
 
     def update(self, update: Any) -> None:
         term = self.terminal
@@ -90,10 +91,12 @@ class ConsoleReply:
             term.write(f"  (thinking: {getattr(update.content, 'text', '')})\n")
         elif isinstance(update, ToolCallStart):
             term.newline()
+            self.tool_titles[update.tool_call_id] = update.title
             term.write(f"  ⚙ {update.title} …\n")
         elif isinstance(update, ToolCallProgress) and update.status in ("completed", "failed"):
             term.newline()
-            term.write(f"  ⚙ {update.tool_call_id} {update.status}\n")
+            title = update.title or self.tool_titles.get(update.tool_call_id, update.tool_call_id)
+            term.write(f"  {'✅' if update.status == 'completed' else '❌'} {title}\n")
         elif isinstance(update, UsageUpdate):
             cost = f" · ${update.cost.amount:.6f}" if update.cost else ""
             term.newline()

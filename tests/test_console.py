@@ -1,0 +1,25 @@
+"""The console channel's rendering, in process (fast)."""
+
+from __future__ import annotations
+
+import io
+
+from acp.schema import ToolCallProgress, ToolCallStart
+
+from runwield_bridge.channels.console import ConsoleReply, Terminal
+
+
+def test_a_finished_tool_call_is_named_by_its_title_not_its_id() -> None:
+    out = io.StringIO()
+    reply = ConsoleReply(Terminal(out))
+    reply.update(ToolCallStart(session_update="tool_call", tool_call_id="call-3", title="list_files .", kind="search", status="pending"))
+    reply.update(ToolCallProgress(session_update="tool_call_update", tool_call_id="call-3", status="in_progress"))
+    reply.update(ToolCallProgress(session_update="tool_call_update", tool_call_id="call-3", status="completed"))
+    reply.update(ToolCallStart(session_update="tool_call", tool_call_id="call-4", title="read_file nope", kind="read", status="pending"))
+    reply.update(ToolCallProgress(session_update="tool_call_update", tool_call_id="call-4", status="failed"))
+    assert out.getvalue().splitlines() == [
+        "  ⚙ list_files . …",
+        "  ✅ list_files .",
+        "  ⚙ read_file nope …",
+        "  ❌ read_file nope",
+    ]
