@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runwield_bridge.acp.client import CommandAgent
+from runwield_bridge.acp.client import CommandAgent, InProcessAgent
 from runwield_bridge.app import App
 from runwield_bridge.channels.bindings import MemoryBindings
 from runwield_bridge.channels.bridge import Bridge
@@ -159,3 +159,23 @@ async def test_an_agent_that_exits_at_start_is_reported_with_what_it_said() -> N
         assert "exit code 2" in told and "no API key set" in told
     finally:
         await bridge.close()
+
+
+async def test_a_question_the_agent_withdraws_is_withdrawn_in_the_chat(caplog: pytest.LogCaptureFixture) -> None:
+    """The Session Host closes an expired form with ``$/cancel_request``: the chat is told, the form answers cancel."""
+    settings = Settings.model_validate({"sessions": {"question_timeout": 0.5}})
+    app = await App.start(settings)
+    bridge = Bridge({"runwield": InProcessAgent(app.host)}, MemoryBindings(), start_timeout=10, backoff=FAST_BACKOFF)
+    channel = RecordingChannel(Capabilities(max_message_length=4000, buttons=False, edits=False))
+    channel.inbox = bridge.add_channel(channel)
+    try:
+        await say(channel, "/agent")
+        await channel.wait_for("Choose the Agent")
+        await channel.wait_for("⏹ Cancelled.")
+        assert not channel.inbox.awaiting_answer(HERE), "a withdrawn question claims no more messages"
+        await say(channel, "hello after")
+        await channel.wait_for("You said: hello after")
+        assert not [r for r in caplog.records if "cancel_request" in r.getMessage()], "no error for $/cancel_request"
+    finally:
+        await bridge.close()
+        await app.close()

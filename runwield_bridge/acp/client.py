@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -134,9 +135,48 @@ class SessionOfRequest:
         return self._sessions.get(request_id)
 
 
+_INCOMING_REQUEST_ID: contextvars.ContextVar[Any] = contextvars.ContextVar("acp_incoming_request_id", default=None)
+
+
 def route_elicitations(conn: ClientSideConnection, handler: Callable[[Any], Awaitable[dict[str, Any]]]) -> None:
-    """Answer ``elicitation/create`` from its raw params instead of the SDK's validating route."""
-    router = getattr(getattr(conn, "_conn", None), "_handler", None)
+    """Answer ``elicitation/create`` from its raw params instead of the SDK's validating route.
+
+    The agent may withdraw one with ``$/cancel_request``: its question is cancelled in the chat and
+    the request is answered ``cancel``.
+    """
+    inner = getattr(conn, "_conn", None)
+    router = getattr(inner, "_handler", None)
     if not isinstance(router, MessageRouter):  # pinned SDK 0.12.1 keeps its router here
         raise RuntimeError("the ACP SDK's client connection changed; cannot route elicitation/create")
-    router.add_route(Route(method=CLIENT_METHODS["elicitation_create"], func=handler, kind="request"))
+    method = CLIENT_METHODS["elicitation_create"]
+    running: dict[Any, asyncio.Task[dict[str, Any]]] = {}
+
+    def note_request_id(event: StreamEvent) -> None:
+        # Called just before the SDK makes the request's handler task, which copies this context.
+        if event.direction is StreamDirection.INCOMING and event.message.get("method") == method:
+            _INCOMING_REQUEST_ID.set(event.message.get("id"))
+
+    async def elicit(params: Any) -> dict[str, Any]:
+        request_id = _INCOMING_REQUEST_ID.get()
+        work = asyncio.ensure_future(handler(params))
+        if request_id is not None:
+            running[request_id] = work
+        try:
+            return await work
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise
+            return {"action": "cancel"}  # withdrawn by the agent
+        finally:
+            if running.get(request_id) is work:
+                del running[request_id]
+
+    async def cancel_request(params: Any) -> None:
+        work = running.get((params or {}).get("requestId")) if isinstance(params, dict) else None
+        if work is not None:
+            work.cancel()
+
+    inner.add_observer(note_request_id)
+    router.add_route(Route(method=method, func=elicit, kind="request"))
+    router.add_route(Route(method="$/cancel_request", func=cancel_request, kind="notification"))
