@@ -382,3 +382,19 @@ def test_requests_from_a_file_are_answered_into_a_file(tmp_path: Path) -> None:
 def test_end_of_input_from_dev_null_exits_cleanly(tmp_path: Path) -> None:
     done = subprocess.run([WLD, "acp"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
     assert done.returncode == 0 and done.stdout == b""
+
+
+async def test_an_update_for_a_client_that_is_gone_is_no_error(caplog: pytest.LogCaptureFixture) -> None:
+    """After end of input the SDK refuses notifications; an update still owed then is dropped quietly."""
+    from runwield_bridge.acp.server import AcpAgentServer
+
+    class Gone:
+        async def send_notification(self, method: str, params: Any) -> None:
+            raise ConnectionError("Connection closed")
+
+    server = AcpAgentServer(None)  # type: ignore[arg-type]  # the host is not needed to send an update
+    server.attach(Gone())  # type: ignore[arg-type]
+    server._after_response(server.send_update("ses_gone", {"sessionUpdate": "available_commands_update", "availableCommands": []}))
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]

@@ -241,7 +241,11 @@ class AcpAgentServer:
 
     def _background_done(self, task: asyncio.Task[None]) -> None:
         self._background.discard(task)
-        if not task.cancelled() and (error := task.exception()) is not None:
+        if task.cancelled() or (error := task.exception()) is None:
+            return
+        if isinstance(error, ConnectionError):  # the client is gone (end of input): nobody to tell
+            log.debug("background update dropped: %s", error)
+        else:
             log.error("background update failed: %s", error, exc_info=error)
 
     async def cancel(self, request: CancelNotification) -> None:
