@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .config import ConfigError, Settings
 from .core.builtin_commands import BUILTIN_COMMANDS
-from .core.catalog import ModelCatalog, model_info
+from .core.catalog import ModelCatalog, agent_profile, model_info
 from .core.commands import CommandRegistry
 from .core.interview import USER_INTERVIEW
 from .core.metrics import WorkflowMetrics
@@ -52,6 +52,11 @@ class App:
     async def start(cls, settings: Settings, plugins: PluginHost | None = None) -> App:
         plugins = plugins or load_plugins(settings.plugins.allow, settings.plugins.block)
         catalog = build_catalog(settings, plugins)
+        for key, check in (("model", catalog.info), ("agent", agent_profile)):
+            try:
+                check(getattr(settings.sessions, key))
+            except ValueError as exc:  # before anything is created: a configuration error changes nothing
+                raise ConfigError(f"sessions.{key}: {exc}") from None
         tools = [*BUILTIN_TOOLS, USER_INTERVIEW, *(args[0] for args in plugins.collect("register_tools"))]
         store = await Store.open(settings.db_url)
         plans = PlanBook(store, settings.state_dir)

@@ -71,3 +71,14 @@ def test_unknown_default_model_is_a_config_error(tmp_path: Path, capsys: pytest.
     path = write(tmp_path, '[sessions]\nmodel = "gpt-none"\n')
     assert main(["doctor", "--config", str(path)]) == 2
     assert "unknown model 'gpt-none'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("key", "value", "says"), [("model", "gpt-none", "unknown model 'gpt-none'"), ("agent", "wizard", "unknown Agent 'wizard'")])
+def test_an_unknown_session_default_names_its_key_and_creates_no_state(
+    wld_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str, value: str, says: str
+) -> None:
+    path = write(tmp_path, f'[sessions]\n{key} = "{value}"\n')
+    for command in (["doctor"], ["sessions"], ["plans"]):
+        assert main([*command, "--config", str(path)]) == 2
+        assert f"sessions.{key}: {says}" in capsys.readouterr().err
+    assert not wld_home.exists(), "a configuration error changes nothing: no state directory, no database"
