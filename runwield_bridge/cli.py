@@ -44,8 +44,11 @@ async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
-    from .channels.runner import run_bridge
+    from .channels.runner import NO_CHANNELS, run_bridge
 
+    if not settings.channels:  # before anything is created
+        print(NO_CHANNELS, file=sys.stderr)
+        return 2
     app = await App.start(settings)
     try:
         pages = app.review_pages

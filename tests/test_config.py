@@ -82,3 +82,9 @@ def test_an_unknown_session_default_names_its_key_and_creates_no_state(
         assert main([*command, "--config", str(path)]) == 2
         assert f"sessions.{key}: {says}" in capsys.readouterr().err
     assert not wld_home.exists(), "a configuration error changes nothing: no state directory, no database"
+
+
+def test_wld_bridge_without_channels_says_so_and_creates_no_state(wld_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bridge", "--config", str(write(tmp_path, ""))]) == 2
+    assert "no channels configured; add a [channels.NAME] section" in capsys.readouterr().err
+    assert not wld_home.exists(), "nothing was created"

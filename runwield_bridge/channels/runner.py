@@ -19,6 +19,8 @@ from .contract import Channel, ChannelContext
 from .settings import parse_routes
 from .supervisor import Backoff, Supervisor
 
+NO_CHANNELS = "wld bridge: no channels configured; add a [channels.NAME] section (see docs/channels.md)"
+
 
 def agent_endpoints(settings: Settings, session_host: Any) -> dict[str, AgentEndpoint]:
     """``runwield`` (the in-process Session Host) and every ``[agents.NAME]``."""
@@ -106,7 +108,7 @@ async def run_bridge(
 ) -> int:
     """Run until SIGINT or SIGTERM."""
     if not settings.channels:
-        print("wld bridge: no channels configured; add a [channels.NAME] section (see docs/channels.md)", file=sys.stderr)
+        print(NO_CHANNELS, file=sys.stderr)
         return 2
     service = BridgeService(settings, plugins, bindings, session_host, web=web, start_web=start_web)
     stop = asyncio.Event()
