@@ -74,3 +74,5 @@ async def test_chat_with_an_unknown_session_says_so(tmp_path: Path) -> None:
     assert await asyncio.wait_for(chat.proc.wait(), 15) == 1
     output = (await chat.proc.stdout.read()).decode()
     assert "ses_missing" in output and "not found" in output
+    assert "/new" not in output and "/resume" not in output, "no chat commands to a shell that has already left"
+    assert "wld sessions" in output, "says where the saved Sessions are listed"

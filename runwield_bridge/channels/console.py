@@ -125,7 +125,11 @@ class ConsoleChannel:
     async def run(self, inbox: Inbox) -> None:
         """Chat until end of input or /quit; raises BridgeError if the session cannot be opened."""
         if self.session_id:
-            session_id = await inbox.resume(CONVERSATION, self.session_id)
+            try:
+                session_id = await inbox.resume(CONVERSATION, self.session_id)
+            except BridgeError as exc:  # the chat's advice (/new, /resume) means nothing to a shell
+                reason = str(exc).partition(" Nothing was sent")[0]
+                raise BridgeError(f"{reason} `wld sessions` lists the saved Sessions (--all with archived ones).") from None
         else:
             session_id = await inbox.new_session(CONVERSATION)
         self.terminal.newline()
