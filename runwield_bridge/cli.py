@@ -92,7 +92,7 @@ async def cmd_plans(args: argparse.Namespace, settings: Settings) -> int:
             approved = f" (approved rev {plan.approved_revision})" if plan.approved_revision else ""
             print(f"{plan.id}  {when}  {plan.state:<17} rev {plan.current_revision}{approved}  {plan.title}  [{plan.project_dir}]")
         if not plans:
-            print("no Plans yet; ask the Agent to make a plan")
+            print(f"no Plans for the project of {args.project}" if args.project else "no Plans yet; ask the Agent to make a plan")
         return 0
     finally:
         await app.close()

@@ -153,3 +153,7 @@ def test_wld_plans_lists_plans_with_their_state(tmp_path: Path, project: Path, c
     assert "draft             rev 1  Add a README" in listed[1] and str(project) in listed[1]
     assert main(["plans", "--config", config, "--project", str(project / "src")]) == 0
     assert capsys.readouterr().out.split()[0] == draft
+    empty = tmp_path / "no-plans-here"
+    empty.mkdir()
+    assert main(["plans", "--config", config, "--project", str(empty)]) == 0
+    assert capsys.readouterr().out.strip() == f"no Plans for the project of {empty}", "not 'no Plans yet': there are Plans elsewhere"
