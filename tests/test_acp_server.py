@@ -335,6 +335,8 @@ async def test_malformed_input_gets_json_rpc_errors_and_the_server_keeps_serving
         assert (await client.request("no/such_method", {}))["error"]["code"] == -32601
         assert (await client.request("session/new", {"cwd": 42}))["error"]["code"] == -32602
         assert (await client.request("session/new", {"cwd": "relative/dir", "mcpServers": []}))["error"]["code"] == -32602
+        missing = await client.request("session/new", {"cwd": str(tmp_path / "nowhere"), "mcpServers": []})
+        assert missing["error"]["code"] == -32602 and "not an existing directory" in missing["error"]["data"]["details"]
         assert (await client.call("initialize", INIT))["protocolVersion"] == 1
     assert "DEBUG" in client.stderr or "INFO" in client.stderr, "logs go to stderr"
 

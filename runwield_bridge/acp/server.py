@@ -318,4 +318,6 @@ def prompt_text(blocks: list[Any]) -> str:
 def _checked_cwd(cwd: str) -> str:
     if not os.path.isabs(cwd):
         raise RequestError.invalid_params({"cwd": cwd, "details": "cwd must be an absolute path"})
+    if not os.path.isdir(cwd):
+        raise RequestError.invalid_params({"cwd": cwd, "details": "cwd is not an existing directory"})
     return cwd
