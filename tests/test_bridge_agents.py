@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,6 +36,17 @@ def typescript_echo_agent() -> CommandAgent:
     return CommandAgent(AgentConfig(command=[node, str(ECHO_AGENT)], cwd=str(REPO)))
 
 
+@contextlib.asynccontextmanager
+async def bridged(channel: RecordingChannel, agents: dict[str, Any], bindings: MemoryBindings | None = None) -> AsyncIterator[Bridge]:
+    """A Bridge to ``agents`` with ``channel`` added (its inbox set), closed afterwards."""
+    bridge = Bridge(agents, bindings or MemoryBindings(), start_timeout=10, backoff=FAST_BACKOFF)
+    channel.inbox = bridge.add_channel(channel)
+    try:
+        yield bridge
+    finally:
+        await bridge.close()
+
+
 async def say(channel: RecordingChannel, text: str) -> None:
     turn = await channel.inbox.receive_message(IncomingMessage(HERE, ME, text))
     if turn is not None:
@@ -41,22 +55,16 @@ async def say(channel: RecordingChannel, text: str) -> None:
 
 async def test_the_bridge_drives_the_official_typescript_sdk_agent() -> None:
     bindings = MemoryBindings()
-    bridge = Bridge({"echo": typescript_echo_agent()}, bindings, start_timeout=10, backoff=FAST_BACKOFF)
     channel = RecordingChannel(agent="echo")
-    channel.inbox = bridge.add_channel(channel)
-    try:
+    async with bridged(channel, {"echo": typescript_echo_agent()}, bindings):
         await say(channel, "hello from the bridge")
         assert await channel.wait_for("hello from the bridge") == "hello from the bridge"
         session = (await bindings.get_binding(HERE.key)).acp_session_id
         await say(channel, "/status")
         assert f"Session: {session}" in await channel.wait_for("Agent: echo (connected)")
-    finally:
-        await bridge.close()
 
-    restarted = Bridge({"echo": typescript_echo_agent()}, bindings, start_timeout=10, backoff=FAST_BACKOFF)
     channel = RecordingChannel(agent="echo")
-    channel.inbox = restarted.add_channel(channel)
-    try:
+    async with bridged(channel, {"echo": typescript_echo_agent()}, bindings):
         await say(channel, "are you there")
         told = await channel.wait_for("cannot reopen sessions")
         assert session in told and "Nothing was sent" in told
@@ -65,8 +73,6 @@ async def test_the_bridge_drives_the_official_typescript_sdk_agent() -> None:
         await channel.wait_for("New session")
         await say(channel, "fresh start")
         await channel.wait_for("fresh start")
-    finally:
-        await restarted.close()
 
 
 async def test_a_channel_registered_through_register_channels_is_run_by_wld_bridge(tmp_path: Path) -> None:
@@ -92,15 +98,11 @@ async def test_a_channel_registered_through_register_channels_is_run_by_wld_brid
 
 async def test_an_agent_that_cannot_start_is_reported_and_nothing_is_sent() -> None:
     missing = CommandAgent(AgentConfig(command=["/nonexistent/agent-binary"]))
-    bridge = Bridge({"ghost": missing}, MemoryBindings(), start_timeout=5, backoff=FAST_BACKOFF)
     channel = RecordingChannel(agent="ghost")
-    channel.inbox = bridge.add_channel(channel)
-    try:
+    async with bridged(channel, {"ghost": missing}):
         await say(channel, "anyone?")
         told = await channel.wait_for("Agent ghost is not available")
         assert "No such file" in told and "Nothing was sent" in told
-    finally:
-        await bridge.close()
 
 
 async def test_a_failing_channel_listener_is_restarted_and_waiting_conversations_told() -> None:
@@ -150,32 +152,26 @@ async def _until(condition) -> None:
 async def test_an_agent_that_exits_at_start_is_reported_with_what_it_said() -> None:
     script = "import sys; print('no API key set', file=sys.stderr); sys.exit(2)"
     quitter = CommandAgent(AgentConfig(command=[sys.executable, "-c", script]))
-    bridge = Bridge({"quitter": quitter}, MemoryBindings(), start_timeout=5, backoff=FAST_BACKOFF)
     channel = RecordingChannel(Capabilities(max_message_length=1000), agent="quitter")
-    channel.inbox = bridge.add_channel(channel)
-    try:
+    async with bridged(channel, {"quitter": quitter}):
         await say(channel, "hello?")
         told = await channel.wait_for("Agent quitter is not available")
         assert "exit code 2" in told and "no API key set" in told
-    finally:
-        await bridge.close()
 
 
 async def test_a_question_the_agent_withdraws_is_withdrawn_in_the_chat(caplog: pytest.LogCaptureFixture) -> None:
     """The Session Host closes an expired form with ``$/cancel_request``: the chat is told, the form answers cancel."""
     settings = Settings.model_validate({"sessions": {"question_timeout": 0.5}})
     app = await App.start(settings)
-    bridge = Bridge({"runwield": InProcessAgent(app.host)}, MemoryBindings(), start_timeout=10, backoff=FAST_BACKOFF)
     channel = RecordingChannel(Capabilities(max_message_length=4000, buttons=False, edits=False))
-    channel.inbox = bridge.add_channel(channel)
     try:
-        await say(channel, "/agent")
-        await channel.wait_for("Choose the Agent")
-        await channel.wait_for("⏹ Cancelled.")
-        assert not channel.inbox.awaiting_answer(HERE), "a withdrawn question claims no more messages"
-        await say(channel, "hello after")
-        await channel.wait_for("You said: hello after")
-        assert not [r for r in caplog.records if "cancel_request" in r.getMessage()], "no error for $/cancel_request"
+        async with bridged(channel, {"runwield": InProcessAgent(app.host)}):
+            await say(channel, "/agent")
+            await channel.wait_for("Choose the Agent")
+            await channel.wait_for("⏹ Cancelled.")
+            assert not channel.inbox.awaiting_answer(HERE), "a withdrawn question claims no more messages"
+            await say(channel, "hello after")
+            await channel.wait_for("You said: hello after")
+            assert not [r for r in caplog.records if "cancel_request" in r.getMessage()], "no error for $/cancel_request"
     finally:
-        await bridge.close()
         await app.close()
