@@ -148,6 +148,9 @@ class ExecutionStep(SQLModel, table=True):
     finished_at: float | None = None
 
 
+POOL_TIMEOUT_SECONDS = 600
+
+
 def new_session_id() -> str:
     return f"ses_{uuid.uuid4().hex}"
 
@@ -157,7 +160,8 @@ class Store:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.engine: AsyncEngine = create_async_engine(url)
+        # Many turns starting at once queue for a connection rather than failing after the default 30 s.
+        self.engine: AsyncEngine = create_async_engine(url, pool_timeout=POOL_TIMEOUT_SECONDS)
         if url.startswith("sqlite"):
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
         self._sessions = async_sessionmaker(self.engine, class_=AsyncSession, expire_on_commit=False)
