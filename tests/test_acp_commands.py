@@ -66,6 +66,7 @@ async def test_help_and_terminal_ui_commands_answer_without_the_model(acp) -> No
     listing = text_since(client, start, sid)
     assert "/agent [Agent (optional)]: Choose the Agent" in listing and "(also /models)" in listing
     assert "/review [path]: Review a file" in listing and "/tidy" in listing
+    assert "does not run terminal-UI commands (/copy, /theme, /quit, /exit, /new, /resume, /login)" in listing
     for name in ("quit", "exit", "copy", "theme", "new", "resume", "login"):
         before = len(client.messages)
         assert (await say(client, sid, f"/{name}"))["result"] == {"stopReason": "end_turn"}

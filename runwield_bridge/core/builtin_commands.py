@@ -64,7 +64,8 @@ async def help_command(ctx: CommandContext, args: str) -> None:
             usage = f"/{command.name}" + (f" [{command.hint}]" if command.hint else "")
             aliases = f" (also /{', /'.join(command.aliases)})" if command.aliases else ""
             lines.append(f"- {usage}: {command.description}{aliases}")
-    lines.append(f"Terminal-UI commands ({', '.join('/' + n for n in TERMINAL_ONLY)}) do not run here.")
+    terminal = ", ".join("/" + n for n in TERMINAL_ONLY)
+    lines.append(f"The Session Host does not run terminal-UI commands ({terminal}); your client may offer its own.")
     await ctx.say("\n".join(lines))
 
 
