@@ -252,12 +252,6 @@ class Store:
             await db.commit()
             return binding
 
-    async def delete_binding(self, conversation: str) -> None:
-        async with self._sessions() as db:
-            if binding := await db.get(Binding, conversation):
-                await db.delete(binding)
-                await db.commit()
-
     async def create_plan(self, plan: PlanRecord, revision: PlanRevisionRecord) -> PlanRecord:
         """Save a new Plan and its first revision (and the Session that wrote it) in one transaction."""
         async with self._sessions() as db:
