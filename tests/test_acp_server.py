@@ -352,8 +352,9 @@ async def test_one_writer_per_session_across_processes(tmp_path: Path) -> None:
         await b.call("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
         # an idle open client reserves nothing
         assert (await a.call("session/prompt", text_prompt(sid, "a first")))["stopReason"] == "end_turn"
+        chunks_before = len(updates(a, sid, "agent_message_chunk"))
         turn = asyncio.create_task(a.call("session/prompt", text_prompt(sid, "a slow one")))
-        await wait_for_reply(a, sid)
+        await a.wait_message(lambda _: len(updates(a, sid, "agent_message_chunk")) > chunks_before)
         with pytest.raises(RpcError) as err:
             await b.call("session/prompt", text_prompt(sid, "b wants in"))
         assert err.value.code == BUSY and err.value.data["prompt"] == "b wants in"

@@ -159,7 +159,7 @@ class AcpAgentServer:
             result = await self.host.prompt(session_id, text, self.emitter(session_id), forms=self._forms(session_id))
         except (SessionBusy, QuestionPending) as exc:
             reason = "busy" if isinstance(exc, SessionBusy) else "questionPending"
-            raise RequestError(BUSY_CODE, str(exc), {"sessionId": session_id, "reason": reason, "prompt": text}) from None
+            raise _busy(session_id, str(exc), reason, prompt=text) from None
         return _stop_reason(result, session_id)
 
     async def _answer(self, pending: PendingQuestion, reply: ChatReply) -> dict[str, Any]:
@@ -174,7 +174,7 @@ class AcpAgentServer:
                 result = await self.host.reply(session_id, decision, emit, forms=self._forms(session_id))
             except LookupError:  # it expired or was cancelled while this reply was on its way
                 message = "the question is no longer waiting; send your message again"
-                raise RequestError(BUSY_CODE, message, {"sessionId": session_id, "reason": "busy"}) from None
+                raise _busy(session_id, message) from None
             return _stop_reason(result, session_id)
         if isinstance(decision, NoMatch):
             update = question_update(did_not_match(pending.question, decision), pending.id, "unmatched")
@@ -273,7 +273,7 @@ class AcpAgentServer:
         except UnknownChoice as exc:
             raise RequestError.invalid_params({"configId": request.config_id, "details": str(exc)}) from None
         except SessionBusy as exc:
-            raise RequestError(BUSY_CODE, str(exc), {"sessionId": request.session_id, "reason": "busy"}) from None
+            raise _busy(request.session_id, str(exc)) from None
         return {"configOptions": record_options(self.host.models, record)}
 
     async def _open(self, session_id: str):
@@ -281,6 +281,11 @@ class AcpAgentServer:
             return await self.host.open(session_id)
         except SessionNotFound:
             raise _not_found(session_id) from None
+
+
+def _busy(session_id: str, message: str, reason: str = "busy", **data: Any) -> RequestError:
+    """The Session cannot take this now; ``data`` (such as the prompt) goes back so nothing is lost."""
+    return RequestError(BUSY_CODE, message, {"sessionId": session_id, "reason": reason, **data})
 
 
 def _not_found(session_id: str) -> RequestError:
