@@ -77,6 +77,12 @@ class World:
         query = {"id": f"cb-{message_id}-{user}", "from": self.fake.user(user), "chat_instance": "1", "message": message, "data": data}
         assert (await self.post({"callback_query": query})).status == 200
 
+    async def pressed(self, chat: int, user: int, data: str, message_id: int) -> str:
+        """Press a button; returns what the bot told the presser (the ``answerCallbackQuery`` text)."""
+        mark = self.fake.mark()
+        await self.press(chat, user, data, message_id)
+        return str((await self.fake.wait_for_call("answerCallbackQuery", since=mark)).get("text", ""))
+
     async def reply_containing(self, chat: int, text: str, timeout: float = 10.0) -> dict[str, Any]:
         """The bot's message in ``chat`` once it contains ``text`` and is no longer streaming."""
         found: list[dict[str, Any]] = []

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from acp.schema import ElicitationSchema
 
-from runwield_bridge.channels.contract import Capabilities, Conversation, Sender
+from runwield_bridge.channels.contract import ButtonPress, Capabilities, Conversation, Sender
 from runwield_bridge.channels.interactions import Answer, Interactions, InvalidAnswer, Outcome, Question
 from runwield_bridge.channels.questions import Unsupported, form_fields, parse_request, parse_value, run_form, single_choice
 from tests.bridge_kit import RecordingChannel
@@ -100,4 +100,4 @@ async def test_an_unanswered_question_expires_and_a_stale_button_says_so() -> No
     [(_, buttons)] = list(channel.messages.values())[:1]
     assert buttons == (), "the buttons are taken away once the question is over"
     assert "No answer in time" in channel.texts()[0]
-    assert interactions.press("wld:deadbeef:0", ME) == "This question is no longer open."
+    assert interactions.press(channel, ButtonPress(HERE, ME, "wld:deadbeef:0")) == "This question is no longer open."

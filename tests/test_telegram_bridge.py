@@ -119,6 +119,36 @@ async def test_a_permission_is_approved_only_by_an_allowed_click(mode: str, tmp_
         await world.reply_containing(OWNER, "permission: selected allow")
 
 
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_press_counts_only_in_the_conversation_that_owns_the_question_and_only_from_someone_allowed_there(mode: str, tmp_path: Path) -> None:
+    group = -1005
+    async with bridge_world(mode, tmp_path=tmp_path, **with_asker(tmp_path, allowed_chats=[group])) as world:
+        world.fake.add_chat(group, "supergroup", title="B", is_forum=True)
+        await world.send(OWNER, OWNER, "permission please")
+        owner_question, buttons = await world.keyboard(OWNER, "Permission needed")
+        allow, reject = (b["callback_data"] for b in buttons)
+        await world.send(group, STRANGER, "@bridge_test_bot permission please", message_thread_id=77)
+        topic_question, topic_buttons = await world.keyboard(group, "Permission needed")
+        await world.send(group, STRANGER, "/status", message_thread_id=78)
+        elsewhere = (await world.reply_containing(group, "none yet"))["message_id"]
+
+        neutral = "This question is no longer open."
+        assert await world.pressed(group, STRANGER, allow, elsewhere) == neutral, "data of chat A pressed in group B"
+        assert await world.pressed(group, OWNER, allow, elsewhere) == neutral, "even by someone allowed in A"
+        assert await world.pressed(group, STRANGER, topic_buttons[0]["callback_data"], elsewhere) == neutral, "another topic"
+        assert "allowlist" in await world.pressed(OWNER, STRANGER, allow, owner_question), "on A's own message, by someone not allowed in A"
+        for chat, message_id in ((OWNER, owner_question), (group, topic_question)):
+            assert "reply_markup" in world.fake.messages[(chat, message_id)], "both questions are still open"
+        assert not any("permission:" in text for text in world.texts(OWNER) + world.texts(group)), "the agent got no answer"
+
+        assert await world.pressed(OWNER, OWNER, reject, owner_question) == "Answer recorded."
+        await world.reply_containing(OWNER, "permission: selected reject")
+        assert await world.pressed(OWNER, OWNER, allow, owner_question) == neutral, "a press after the question settled"
+        assert await world.pressed(group, STRANGER, topic_buttons[1]["callback_data"], topic_question) == "Answer recorded."
+        await world.reply_containing(group, "permission: selected reject")
+        assert not any("selected allow" in text for text in world.texts(OWNER) + world.texts(group))
+
+
 async def test_cancel_settles_a_running_turn(tmp_path: Path) -> None:
     async with bridge_world(tmp_path=tmp_path) as world:
         await world.send(OWNER, OWNER, "something slow please")

@@ -137,9 +137,10 @@ class Bridge:
             return turn
 
     def receive_press(self, channel: Channel, press: ButtonPress) -> str:
+        """A press answers only a question of the conversation it came from, by someone allowed there."""
         if not self.allows(channel, press.sender, press.conversation):
             return "Only people on this bot's allowlist can answer."
-        return self.interactions.press(press.data, press.sender)
+        return self.interactions.press(channel, press)
 
     def allows(self, channel: Channel, sender: Sender, conversation: Conversation) -> bool:
         return self._allowlists[channel.name].allows(sender, conversation)

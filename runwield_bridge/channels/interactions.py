@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from .contract import Button, Channel, Conversation, MessageRef, Sender
+from .contract import Button, ButtonPress, Channel, Conversation, MessageRef, Sender
 from .delivery import deliver
 
 log = logging.getLogger(__name__)
 PRESS_PREFIX = "wld"
 DECLINE = "d"
+NOT_OPEN = "This question is no longer open."
 
 
 class InvalidAnswer(ValueError):
@@ -72,6 +73,9 @@ class _Pending:
     future: asyncio.Future[Answer] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     message: MessageRef | None = None
 
+    def asked_in(self, channel: Channel, conversation: Conversation) -> bool:
+        return self.channel is channel and self.conversation.key == conversation.key
+
     @property
     def takes_text(self) -> bool:
         return not self.buttons or self.question.typed_with_buttons
@@ -114,12 +118,17 @@ class Interactions:
                 await _show_outcome(pending, pending.future.result())
         return answer
 
-    def press(self, data: str, sender: Sender) -> str:
-        """Answer by button; returns what the presser is told."""
+    def press(self, channel: Channel, press: ButtonPress) -> str:
+        """Answer by button; returns what the presser is told.
+
+        A press counts only in the conversation that asked: the same button data sent from any
+        other conversation (or channel) finds no open question, and the presser learns nothing more.
+        """
+        data, sender = press.data, press.sender
         token, _, choice = data.removeprefix(f"{PRESS_PREFIX}:").partition(":")
         pending = self._by_token.get(token)
-        if pending is None or not data.startswith(f"{PRESS_PREFIX}:"):
-            return "This question is no longer open."
+        if pending is None or not data.startswith(f"{PRESS_PREFIX}:") or not pending.asked_in(channel, press.conversation):
+            return NOT_OPEN
         if choice == DECLINE:
             answer = Answer(Outcome.DECLINED, by=sender, label=pending.question.decline or "Declined")
         elif choice.isdigit() and int(choice) < len(pending.question.options):
