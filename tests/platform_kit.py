@@ -205,6 +205,12 @@ class SlackWorld:
         assert result.status == 200, result.text
         return result
 
+    async def pressed(self, message: dict[str, Any], button: dict[str, Any], *, user: str | None = None) -> str:
+        """Click a button; returns what the bot told the clicker (privately, ``chat.postEphemeral``)."""
+        mark = self.fake.mark()
+        await self.click(message, button, user=user)
+        return str((await self.fake.wait_for_call("chat.postEphemeral", since=mark))["text"])
+
     def label(self, button: dict[str, Any]) -> str:
         return str(button["text"]["text"])
 

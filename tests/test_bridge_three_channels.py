@@ -44,3 +44,24 @@ async def test_telegram_discord_and_slack_run_at_once_each_bound_to_its_own_sess
             assert len(agent_calls(tmp_path, "initialize")) == 1, "all three on one agent connection"
             prompted = {c["sessionId"]: c["texts"][-1] for c in agent_calls(tmp_path, "session/prompt")}
             assert prompted == {b.acp_session_id: text for b, text in zip(bindings, ["from telegram", "from discord", "from slack"], strict=True)}
+
+
+async def test_a_question_asked_on_one_platform_cannot_be_answered_from_another(tmp_path: Path) -> None:
+    async with TelegramFake() as telegram, DiscordFake() as discord:
+        channels = {"telegram": telegram_section(telegram, agent="asker"), "discord": discord_section(discord, agent="asker")}
+        async with running_bridge(channels, agents={"asker": asking_agent(tmp_path)}):
+            await telegram.wait_until(lambda: bool(telegram.calls_to("getUpdates")), timeout=10)
+            await discord.wait_for_session(timeout=10)
+            telegram.push_message(OWNER, OWNER, "permission please")
+            question = await settled(telegram, lambda: [m for m in telegram.bot_messages(OWNER) if "Permission needed" in m["text"] and m.get("reply_markup")], 15)
+            allow, reject = (b["callback_data"] for b in question["reply_markup"]["inline_keyboard"][0])
+            thread = int((await discord.inject_message(f"<@{discord.bot_id}> hello"))["id"])
+            reply = await settled(discord, lambda: [m for m in discord.bot_messages(thread) if "echo: hello" in m["content"]], 15)
+
+            click = await discord.inject_component_click(allow, message_id=int(reply["id"]))
+            await discord.wait_until(lambda: bool(click.responses))
+            assert click.responses[0]["data"]["content"] == "This question is no longer open."
+            assert "reply_markup" in telegram.messages[(OWNER, question["message_id"])], "the Telegram question is still open"
+
+            telegram.push_callback_query(OWNER, OWNER, reject, message_id=question["message_id"])
+            await settled(telegram, lambda: [m for m in telegram.bot_messages(OWNER) if "permission: selected reject" in m["text"]], 15)

@@ -84,6 +84,30 @@ async def test_a_question_becomes_buttons_and_only_an_allowed_click_answers(tmp_
         assert "→ green" in settled["content"] and settled["components"] == []
 
 
+async def test_a_click_counts_only_in_the_thread_that_owns_the_question_and_only_from_someone_allowed_there(tmp_path: Path) -> None:
+    async with DiscordFake() as fake:
+        open_channel = int(fake.add_text_channel(fake.guild_id, "open")["id"])
+        section = {"agent": "asker", "allowed_channels": [open_channel]}
+        async with discord_world(fake=fake, section=section, agents={"asker": asking_agent(tmp_path)}) as world:
+            thread = await world.mention("permission please")
+            question, (allow, reject) = await world.buttons(thread, "Permission needed")
+            carol = int(fake.add_user("carol")["id"])
+            elsewhere = await world.mention("hello", user=carol, channel=open_channel)
+            reply = await world.reply_containing(elsewhere, "echo: hello", final=True)
+
+            neutral = "This question is no longer open."
+            assert await world.click(reply, allow, user=carol) == neutral, "the question's button data sent from another thread"
+            assert await world.click(reply, allow) == neutral, "even by someone allowed in the question's thread"
+            assert "allowlist" in await world.click(question, allow, user=carol), "on the question itself, by someone not allowed there"
+            assert world.current(question) == question["content"] and fake.messages[int(question["id"])]["components"], "still open"
+            assert not any("permission:" in text for text in world.texts(thread))
+
+            assert await world.click(question, reject) == "Answer recorded."
+            await world.reply_containing(thread, "permission: selected reject")
+            assert await world.click(question, allow) == neutral, "a click after the question settled"
+            assert not any("selected allow" in text for text in world.texts(thread))
+
+
 async def test_slash_cancel_settles_a_running_turn(tmp_path: Path) -> None:
     async with discord_world() as world:
         thread = await world.mention("something slow please")

@@ -80,6 +80,32 @@ async def test_a_question_becomes_block_kit_buttons_and_only_an_allowed_click_an
         assert "→ green" in settled["text"] and settled["blocks"] == [], "the buttons are gone once answered"
 
 
+async def test_a_click_counts_only_in_the_thread_that_owns_the_question_and_only_from_someone_allowed_there(tmp_path: Path) -> None:
+    async with SlackFake() as fake:
+        open_channel = fake.add_channel("C0OPEN", "open")["id"]
+        section = {"agent": "asker", "allowed_channels": [open_channel]}
+        async with slack_world(fake=fake, section=section, agents={"asker": asking_agent(tmp_path)}) as world:
+            thread = await world.mention("permission please")
+            question, (allow, reject) = await world.buttons(thread, "Permission needed")
+            mallory = fake.add_user("U0MALLORY", "mallory")["id"]
+            elsewhere = await world.mention("hello", user=mallory, channel=open_channel)
+            reply = await world.reply_containing(elsewhere, "echo: hello", final=True)
+            ahead = await world.mention("another thread", channel=open_channel)
+            ahead_reply = await world.reply_containing(ahead, "echo: another thread", final=True)
+
+            neutral = "This question is no longer open."
+            assert await world.pressed(reply, allow, user=mallory) == neutral, "the question's button value sent from another channel"
+            assert await world.pressed(ahead_reply, allow) == neutral, "even by someone allowed in the question's thread"
+            assert "allowlist" in await world.pressed(question, allow, user=mallory), "on the question itself, by someone not allowed there"
+            assert world.fake.messages[(fake.channel_id, question["ts"])]["blocks"] == question["blocks"], "still open"
+            assert not any("permission:" in text for text in world.texts(thread))
+
+            assert await world.pressed(question, reject) == "Answer recorded."
+            await world.reply_containing(thread, "permission: selected reject")
+            assert await world.pressed(question, allow) == neutral, "a click after the question settled"
+            assert not any("selected allow" in text for text in world.texts(thread))
+
+
 async def test_cancel_new_and_status_are_message_commands_in_a_thread(tmp_path: Path) -> None:
     async with slack_world() as world:
         thread = await world.mention("something slow please")
