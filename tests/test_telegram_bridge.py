@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,9 @@ import pytest
 from runwield_bridge.config import ConfigError, Settings
 from runwield_bridge.host import load_plugins
 from runwield_bridge.channels.runner import BridgeService
-from tests.bridge_kit import OWNER, STRANGER, agent_calls, asking_agent, bridge_world
+from runwield_bridge.channels.telegram.channel import SECRET_HEADER
+from tests.bridge_kit import OWNER, SECRET, STRANGER, agent_calls, asking_agent, bridge_world
+from tests.fakes.base import http_post
 from tests.fakes.telegram_api import TelegramFake
 
 MODES = ["polling", "webhook"]
@@ -62,6 +65,39 @@ async def test_the_webhook_checks_its_secret_and_handles_a_redelivery_once(tmp_p
         prompts = [e for e in await world.app.store.transcript(session.id) if e.kind == "user"]
         assert len(prompts) == 1
         assert len(world.texts(OWNER)) == 1
+
+
+async def test_a_webhook_body_that_is_not_an_update_gets_400_without_a_traceback_and_changes_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    async with bridge_world("webhook", tmp_path=tmp_path) as world:
+        fake, url = world.fake, world.fake.webhook["url"]
+        message = fake.build_message(OWNER, OWNER, "should not arrive")
+        press = {"id": "1", "from": fake.user(OWNER), "chat_instance": "1", "message": message, "data": "wld:00000000:0"}
+        bodies: dict[str, bytes | object] = {
+            "empty": b"",
+            "not JSON": b"not json",
+            "not UTF-8": b'{"update_id": 1, "x": "\xff"}',
+            "a list": [message],
+            "null": None,
+            "a string": "update",
+            "no update_id": {"message": message},
+            "update_id a string": {"update_id": "1", "message": message},
+            "message a list": {"update_id": 1, "message": [message]},
+            "message without chat": {"update_id": 2, "message": {k: v for k, v in message.items() if k != "chat"}},
+            "chat id a string": {"update_id": 3, "message": {**message, "chat": {"id": "abc", "type": "private"}}},
+            "sender id a string": {"update_id": 4, "message": {**message, "from": {"id": "abc", "is_bot": False, "first_name": "A"}}},
+            "text a number": {"update_id": 5, "message": {**message, "text": 5}},
+            "topic id a string": {"update_id": 6, "message": {**message, "message_thread_id": "abc", "is_topic_message": True}},
+            "press data a number": {"update_id": 7, "callback_query": {**press, "data": 5}},
+            "press without sender": {"update_id": 8, "callback_query": {k: v for k, v in press.items() if k != "from"}},
+        }
+        for name, body in bodies.items():
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            result = await http_post(url, data=data, headers={"Content-Type": "application/json", SECRET_HEADER: SECRET})
+            assert result.status == 400, f"{name}: {result.status} {result.text}"
+        await world.exchange(OWNER, OWNER, "marker", "You said: marker")
+        [session] = await world.app.store.list_sessions()
+        assert session.title == "marker" and world.texts(OWNER) == ["You said: marker"], "nothing else reached an agent or a chat"
+        assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR], "no traceback in the log"
 
 
 @pytest.mark.parametrize("mode", MODES)

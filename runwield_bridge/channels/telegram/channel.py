@@ -35,7 +35,9 @@ from ..commands import BRIDGE_COMMANDS
 from ..contract import Button, Capabilities, ChannelContext, Conversation, Inbox, MenuCommand, MessageRef, RateLimited
 from ..dedupe import RecentKeys
 from ..streaming import StreamingReply
+from ..webhooks import misfit, refuse
 from .markup import to_html
+from .payload import WebhookUpdate
 from .settings import TelegramSettings
 from .updates import BotIdentity, message_event, press_event
 
@@ -110,16 +112,22 @@ class TelegramChannel:
                     await updater.stop()
 
     async def _webhook(self, request: web.Request) -> web.StreamResponse:
-        """Telegram's POST: the secret token must match (else 403, and nothing is read)."""
+        """Telegram's POST: the secret token must match (else 403, and nothing is read); a body that is not an update gets 400."""
         given = request.headers.get(SECRET_HEADER, "").encode()
         if not hmac.compare_digest(given, self._secret.encode()):
             return web.Response(status=403, text="forbidden")
         if self._inbox is None:
             return web.Response(status=503, text="not ready")
         try:
-            update = Update.de_json(await request.json(), self.bot)
+            body = await request.json()
+        except ValueError as exc:
+            return refuse(400, f"not JSON: {exc}", "the Telegram webhook")
+        if problem := misfit(WebhookUpdate, body):
+            return refuse(400, f"not an update: {problem}", "the Telegram webhook")
+        try:
+            update = Update.de_json(body, self.bot)
         except (ValueError, TypeError, KeyError) as exc:
-            return web.Response(status=400, text=f"not an update: {exc}")
+            return refuse(400, f"not an update: {exc}", "the Telegram webhook")
         self._dispatch(update)
         return web.Response(text="ok")
 
