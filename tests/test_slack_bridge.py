@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import json
+import logging
 import time
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from aiohttp import WSMsgType, web
 
 from runwield_bridge.config import ConfigError
-from tests.bridge_kit import asking_agent
-from tests.fakes.base import CALL_KEY, RecordedCall, json_response
+from tests.bridge_kit import agent_calls, asking_agent
+from tests.fakes.base import CALL_KEY, RecordedCall, http_post, json_response
 from tests.fakes.slack_api import SlackFake
 from tests.platform_kit import running_bridge, slack_section, slack_world
 
@@ -51,6 +55,90 @@ async def test_a_bad_signature_gets_401_and_reaches_nothing(tmp_path: Path) -> N
         assert (await fake.post_interactive(world.events_url, click, bad_signature=True)).status == 401
         await asyncio.sleep(0.2)
         assert fake.calls[mark:] == [] and await world.app.store.list_sessions() == []
+
+
+def signed(fake: SlackFake, body: bytes, content_type: str = "application/json", timestamp: str | None = None) -> dict[str, str]:
+    """Slack's headers with a valid signature over the raw bytes (any timestamp, even one that is not a number)."""
+    ts = timestamp or str(int(time.time()))
+    digest = hmac.new(fake.signing_secret.encode(), f"v0:{ts}:".encode() + body, hashlib.sha256).hexdigest()
+    return {"Content-Type": content_type, "X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={digest}"}
+
+
+def form(payload: object) -> bytes:
+    return urlencode({"payload": payload if isinstance(payload, str) else json.dumps(payload)}).encode()
+
+
+async def test_malformed_requests_get_4xx_without_a_traceback_and_reach_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    async with slack_world() as world:
+        fake, url = world.fake, world.events_url
+        mention = fake.event_envelope(fake.app_mention_event("should not arrive"))
+        click = fake.block_actions_payload("wld:00000000:0", value="wld:00000000:0")
+        now, body = str(int(time.time())), json.dumps(mention).encode()
+        unsigned: dict[str, dict[str, str]] = {
+            "a timestamp that is not a number": {"X-Slack-Request-Timestamp": "soon", "X-Slack-Signature": "v0=00"},
+            "a timestamp that is not a number, signed": signed(fake, body, timestamp="soon"),
+            "no signature": {"X-Slack-Request-Timestamp": now},
+            "no headers at all": {},
+            "a signature that is not hex": {"X-Slack-Request-Timestamp": now, "X-Slack-Signature": "garbage"},
+        }
+        for name, headers in unsigned.items():
+            result = await http_post(url, data=body, headers={"Content-Type": "application/json", **headers})
+            assert result.status == 401, f"{name}: {result.status} {result.text}"
+
+        def event(**changes: object) -> dict[str, object]:
+            return {**mention, "event": {**mention["event"], **changes}}
+
+        misshapen: dict[str, tuple[bytes, str]] = {
+            "empty": (b"", "application/json"),
+            "not JSON": (b"not json", "application/json"),
+            "not UTF-8": (b'{"type": "\xff"}', "application/json"),
+            "a list": (b"[1]", "application/json"),
+            "null": (b"null", "application/json"),
+            "an object without a type": (b"{}", "application/json"),
+            "an event that is a list": (json.dumps({**mention, "event": [1]}).encode(), "application/json"),
+            "an event without a channel": (json.dumps(event(channel=None)).encode(), "application/json"),
+            "a ts that is not a timestamp": (json.dumps(event(ts="soon")).encode(), "application/json"),
+            "text that is a number": (json.dumps(event(text=5)).encode(), "application/json"),
+            "a payload that is not JSON": (form("{oops"), "application/x-www-form-urlencoded"),
+            "a payload that is a list": (form([click]), "application/x-www-form-urlencoded"),
+            "a click without actions": (form({**click, "actions": []}), "application/x-www-form-urlencoded"),
+            "a click without a user": (form({k: v for k, v in click.items() if k != "user"}), "application/x-www-form-urlencoded"),
+            "a click without a channel": (form({k: v for k, v in click.items() if k not in ("channel", "container")}), "application/x-www-form-urlencoded"),
+            "a form without a payload": (b"a=b", "application/x-www-form-urlencoded"),
+        }
+        for name, (data, content_type) in misshapen.items():
+            result = await http_post(url, data=data, headers=signed(fake, data, content_type))
+            assert result.status == 400, f"{name}: {result.status} {result.text}"
+
+        thread = await world.mention("marker")
+        await world.reply_containing(thread, "You said: marker", final=True)
+        [session] = await world.app.store.list_sessions()
+        assert session.title == "marker" and len(fake.bot_messages()) == 1, "nothing else reached an agent or a chat"
+        assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR], "no traceback in the log"
+
+
+USERS_INFO_FAILURES = {
+    "U0HTML": lambda: web.Response(status=500, text="<html>down</html>", content_type="text/html"),
+    "U0SLOW": lambda: web.Response(status=429, text="slow down", headers={"Retry-After": "30"}),
+    "U0EMPTY": lambda: web.Response(status=502, body=b""),
+    "U0ERROR": lambda: json_response({"ok": False, "error": {"odd": "shape"}}),
+    "U0LIST": lambda: json_response([1, 2]),
+    "U0NOUSER": lambda: json_response({"ok": True}),
+    "U0ODD": lambda: json_response({"ok": True, "user": {"name": 5, "profile": "none"}}),
+}
+
+
+async def test_a_failing_users_info_never_loses_the_message_and_the_bare_id_stands_in(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    section = {"agent": "asker", "sender_context": "always", "allowed_users": list(USERS_INFO_FAILURES)}
+    async with slack_world(section=section, agents={"asker": asking_agent(tmp_path)}) as world:
+        for user, failure in USERS_INFO_FAILURES.items():
+            world.fake.inject_response("users.info", failure)
+            thread = await world.mention(f"hello from {user}", user=user)
+            await world.reply_containing(thread, f"echo: hello from {user}")
+        contexts = [json.loads(c["texts"][0].split("\n")[1]) for c in agent_calls(tmp_path, "session/prompt")]
+        assert [(c["sender_id"], c["sender_name"]) for c in contexts] == [(user, user) for user in USERS_INFO_FAILURES]
+        assert len(world.fake.calls_to("users.info")) == len(USERS_INFO_FAILURES)
+        assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR], "no traceback in the log"
 
 
 async def test_a_stranger_never_reaches_the_agent(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
+from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from ..budget import Budgets
@@ -27,7 +28,9 @@ from ..dedupe import RecentKeys
 from ..streaming import StreamingReply
 from .blocks import blocks
 from .events import conversation_of, from_a_person, images, mentions, sent_at, without_mention
+from ..webhooks import refuse
 from .markup import mrkdwn_weight, to_mrkdwn
+from .payload import UserInfo, request_problem, signed
 from .settings import SlackSettings
 
 log = logging.getLogger(__name__)
@@ -57,7 +60,8 @@ class SlackChannel:
         self._names: dict[str, Sender] = {}
         self._inbox: Inbox | None = None
         self._me = ""
-        if not settings.socket_mode:
+        if settings.signing_secret and not settings.socket_mode:  # the settings ask for a secret unless in Socket Mode
+            self._verifier = SignatureVerifier(settings.signing_secret)
             context.web.add_route("POST", settings.events_path, self._events)
 
     # -- receiving -----------------------------------------------------------
@@ -83,9 +87,17 @@ class SlackChannel:
             await handler.close_async()
 
     async def _events(self, request: web.Request) -> web.StreamResponse:
-        """Slack's POST (events and button clicks); bolt answers 401 to a bad signature before anything is read."""
+        """Slack's POST (events and button clicks): 401 without a valid signature, 400 for a body the channel cannot read."""
         if self._inbox is None:
             return web.Response(status=503, text="not ready")
+        try:
+            body = (await request.read()).decode()
+        except UnicodeDecodeError:
+            return refuse(400, "not a Slack request: not UTF-8", "the Slack events route")
+        if not signed(self._verifier, body, request.headers):
+            return refuse(401, "invalid request", "the Slack events route")
+        if problem := request_problem(body, request.content_type):
+            return refuse(400, f"not a Slack request: {problem}", "the Slack events route")
         return await to_aiohttp_response(await self.app.async_dispatch(await to_bolt_request(request)))
 
     async def _on_message(self, event: dict[str, Any]) -> None:
@@ -117,16 +129,14 @@ class SlackChannel:
         await self.client.chat_postEphemeral(channel=conversation.chat, user=user, text=notice, thread_ts=conversation.thread)
 
     async def _sender(self, user: str) -> Sender:
-        """The person behind a user id, with their names (looked up once; just the id without ``users:read``)."""
+        """The person behind a user id, with their names (looked up once; just the id if ``users.info`` fails in any way)."""
         if user not in self._names:
             try:
-                info = (await self.client.users_info(user=user))["user"]
-            except SlackApiError as exc:
-                log.warning("users.info %s failed (%s); using the bare id", user, exc.response.get("error"))
-                info = {}
-            profile = info.get("profile") or {}
-            name, display = info.get("name") or user, profile.get("display_name") or info.get("real_name") or ""
-            self._names[user] = Sender(user, name, display, bool(info.get("is_bot")))
+                info = UserInfo.model_validate((await self.client.users_info(user=user)).get("user"))
+            except Exception as exc:  # names are a nicety: the message goes on with the bare id, whatever went wrong
+                log.warning("users.info %s failed (%s); using the bare id", user, _first_line(exc))
+                info = UserInfo()
+            self._names[user] = Sender(user, info.name or user, info.profile.display_name or info.real_name, info.is_bot)
         return self._names[user]
 
     async def _download(self, url: str) -> bytes:
@@ -167,6 +177,12 @@ class SlackChannel:
 
     async def close(self) -> None:
         """Nothing to release: the web client opens an HTTP session per request."""
+
+
+def _first_line(exc: Exception) -> str:
+    """An error in one short line (Slack's errors go on with the whole response body)."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0][:200] if lines else ''}"
 
 
 async def _rate_limited(call: Awaitable[Any]) -> Any:
