@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -163,6 +164,27 @@ async def test_bad_posts_show_the_form_again_and_change_nothing(setup: Setup, fi
     if fields.get("general"):
         assert ">kept</textarea>" in page, "what the reviewer typed is kept"
     assert await setup.states() == ("in_review", ["open"])
+
+
+@pytest.mark.parametrize(
+    "body, content_type",
+    [
+        (b"revision=1&action=approve&general=\xff", "application/x-www-form-urlencoded"),
+        (b"revision=1&action=approve", "application/x-www-form-urlencoded; charset=no-such-charset"),
+        (b"--x\r\nnot a header", "multipart/form-data; boundary=x"),
+        (b"revision=1", "multipart/form-data"),
+        (b'{"revision": "1", "action": "approve"}', "application/json"),
+        (b"", "application/x-www-form-urlencoded"),
+    ],
+)
+async def test_a_body_that_is_not_a_form_gets_400_without_a_traceback_and_changes_nothing(
+    setup: Setup, body: bytes, content_type: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    link = await setup.hub.start(setup.plan.id, setup.session_id)
+    async with setup.http.post(link.url, data=body, headers={"Content-Type": content_type}) as response:
+        assert response.status == 400 and "Nothing was changed" in await response.text()
+    assert await setup.states() == ("in_review", ["open"])
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR], "no traceback in the log"
 
 
 async def test_wrong_expired_and_superseded_links_show_a_clear_page_and_change_nothing(setup: Setup) -> None:

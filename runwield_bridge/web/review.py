@@ -8,6 +8,7 @@ from html import escape
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http import HttpProcessingError
 
 from ..core.reviews import REVIEW_PATH, Feedback, LineComment, OpenReview, ReviewHub, ReviewRefused
 from .markdown import block_html, parse_blocks
@@ -70,7 +71,10 @@ class ReviewPages:
             current = await self.hub.resolve(token)
         except ReviewRefused as refused:
             return _refusal(refused)
-        form = await request.post()
+        try:
+            form = await request.post()
+        except (ValueError, LookupError, HttpProcessingError):  # not UTF-8, an unknown charset, a broken multipart body
+            return _problem(current, "That was not a form this page sent. Nothing was changed.", {})
         if form.get("revision") != str(current.review.revision):
             return _problem(current, "This form was for another revision of the Plan. Nothing was changed.", form)
         action = form.get("action")
