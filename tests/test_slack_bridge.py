@@ -18,7 +18,7 @@ from aiohttp import WSMsgType, web
 
 from runwield_bridge.config import ConfigError
 from tests.bridge_kit import agent_calls, asking_agent
-from tests.fakes.base import CALL_KEY, RecordedCall, http_post, json_response
+from tests.fakes.base import CALL_KEY, RecordedCall, http_post, json_response, raw_post
 from tests.fakes.slack_api import SlackFake
 from tests.platform_kit import running_bridge, slack_section, slack_world
 
@@ -84,6 +84,9 @@ async def test_malformed_requests_get_4xx_without_a_traceback_and_reach_nothing(
         for name, headers in unsigned.items():
             result = await http_post(url, data=body, headers={"Content-Type": "application/json", **headers})
             assert result.status == 401, f"{name}: {result.status} {result.text}"
+        for odd in ("v0=é".encode(), b"\xff"):  # signatures no client library sends: not ASCII, not UTF-8
+            header_lines = f"X-Slack-Request-Timestamp: {now}\r\nX-Slack-Signature: ".encode() + odd + b"\r\n"
+            assert await raw_post(url, header_lines=header_lines, data=body) == 401, odd
 
         def event(**changes: object) -> dict[str, object]:
             return {**mention, "event": {**mention["event"], **changes}}

@@ -14,7 +14,7 @@ from runwield_bridge.host import load_plugins
 from runwield_bridge.channels.runner import BridgeService
 from runwield_bridge.channels.telegram.channel import SECRET_HEADER
 from tests.bridge_kit import OWNER, SECRET, STRANGER, agent_calls, asking_agent, bridge_world
-from tests.fakes.base import http_post
+from tests.fakes.base import http_post, raw_post
 from tests.fakes.telegram_api import TelegramFake
 
 MODES = ["polling", "webhook"]
@@ -56,6 +56,7 @@ async def test_the_webhook_checks_its_secret_and_handles_a_redelivery_once(tmp_p
         update = {"update_id": 9001, "message": world.fake.build_message(OWNER, OWNER, "only once")}
         assert (await world.post(update, secret="wrong")).status == 403
         assert (await world.post(update, secret=None)).status == 403
+        assert await raw_post(world.fake.webhook["url"], header_lines=f"{SECRET_HEADER}: \xff\r\n".encode("latin-1")) == 403
         assert await world.app.store.list_sessions() == [], "a rejected delivery reaches nothing"
         assert (await world.post(update)).status == 200
         assert (await world.post(update)).status == 200

@@ -10,6 +10,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Self
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
@@ -80,6 +81,20 @@ async def http_post(url: str, *, data: bytes | str, headers: dict[str, str]) -> 
     async with aiohttp.ClientSession() as session:
         async with session.post(url, data=data, headers=headers) as resp:
             return HttpResult(resp.status, await resp.text(), dict(resp.headers))
+
+
+async def raw_post(url: str, *, header_lines: bytes, data: bytes = b"{}") -> int:
+    """POST with header bytes as given (even ones no HTTP client would send, like non-UTF-8 values); returns the status."""
+    parts = urlsplit(url)
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    try:
+        head = f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+        writer.write(head.encode() + header_lines + b"Connection: close\r\n\r\n" + data)
+        await writer.drain()
+        status_line = await reader.readline()
+    finally:
+        writer.close()
+    return int(status_line.split()[1])
 
 
 async def _start_runner(app: web.Application, port: int = 0) -> tuple[web.AppRunner, int]:

@@ -117,7 +117,8 @@ class UserInfo(Payload):
 def signed(verifier: SignatureVerifier, body: str, headers: Mapping[str, str]) -> bool:
     """Whether the request carries Slack's signature over this body, made within the last five minutes."""
     timestamp, signature = headers.get(TIMESTAMP_HEADER, ""), headers.get(SIGNATURE_HEADER, "")
-    return re.fullmatch(r"\d{1,12}", timestamp, re.ASCII) is not None and bool(signature) and verifier.is_valid(body, timestamp, signature)
+    well_formed = re.fullmatch(r"[0-9]{1,12}", timestamp) and re.fullmatch(r"v0=[0-9a-f]{64}", signature)
+    return bool(well_formed) and verifier.is_valid(body, timestamp, signature)
 
 
 def request_problem(body: str, content_type: str) -> str | None:

@@ -113,7 +113,7 @@ class TelegramChannel:
 
     async def _webhook(self, request: web.Request) -> web.StreamResponse:
         """Telegram's POST: the secret token must match (else 403, and nothing is read); a body that is not an update gets 400."""
-        given = request.headers.get(SECRET_HEADER, "").encode()
+        given = request.headers.get(SECRET_HEADER, "").encode("utf-8", "surrogateescape")  # the bytes as sent, UTF-8 or not
         if not hmac.compare_digest(given, self._secret.encode()):
             return web.Response(status=403, text="forbidden")
         if self._inbox is None:
