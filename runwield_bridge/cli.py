@@ -9,6 +9,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
+from . import redaction
 from .app import App
 from .config import ConfigError, Settings, load_settings
 from .core.sessions import SessionNotFound
@@ -20,6 +21,7 @@ Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
 def _setup_logging(settings: Settings, verbose: int) -> None:
     level = logging.DEBUG if verbose > 1 else logging.INFO if verbose else getattr(logging, settings.log_level.upper(), logging.WARNING)
     logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    redaction.install(settings.model_dump(mode="json"), logging.getLogger().handlers)
 
 
 async def cmd_acp(args: argparse.Namespace, settings: Settings) -> int:

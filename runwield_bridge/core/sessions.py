@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..redaction import redact
 from .builtin_commands import BUILTIN_COMMANDS
 from .catalog import ModelCatalog, UnknownChoice, agent_profile
 from .commands import Command, CommandContext, CommandRegistry, Invocation, parse_invocation
@@ -423,10 +424,10 @@ class SessionHost:
             asyncio.current_task().uncancel()
             settled = TurnSettled("cancelled")
         except ModelError as exc:
-            settled = TurnSettled("error", error=str(exc))
+            settled = TurnSettled("error", error=redact(str(exc)))
         except Exception as exc:
             log.exception("turn failed in Session %s", session_id)
-            settled = TurnSettled("error", error=f"internal error: {type(exc).__name__}: {exc}")
+            settled = TurnSettled("error", error=redact(f"internal error: {type(exc).__name__}: {exc}"))
         live.finishing = True
         try:
             with contextlib.suppress(Exception):  # a failure here is already the turn's error
