@@ -7,7 +7,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
+from acp_session import say, text_since, wld_session
+from test_acp_plans import review_link
 
 from runwield_bridge.redaction import REDACTED, RedactingFormatter, install, redact
 from tests.bridge_kit import OWNER, telegram_section
@@ -121,3 +124,33 @@ def test_the_log_formatter_redacts_arguments_and_tracebacks() -> None:
         record = logging.LogRecord("t", logging.ERROR, __file__, 1, "token %s", ("xapp-1-A0-123456789",), (type(exc), exc, exc.__traceback__))
     line = formatter.format(record)
     assert "pa55word" not in line and "xapp-1-A0-123456789" not in line and "RuntimeError" in line
+
+
+async def test_a_review_link_token_is_in_no_stored_byte_and_no_debug_log_and_a_replay_says_how_to_get_a_new_one(
+    tmp_path: Path, wld_home: Path
+) -> None:
+    config = 'log_level = "DEBUG"\n\n[web]\nlisten = "127.0.0.1:0"\n'
+    async with wld_session(tmp_path, config=config) as (client, sid):
+        await say(client, sid, "make a plan to add a README")
+        await say(client, sid, "/load-plan")
+        await say(client, sid, "1")
+        start = len(client.messages)
+        await say(client, sid, "Review")
+        url = review_link(text_since(client, start, sid))
+        token = url.rsplit("/", 1)[1]
+        async with aiohttp.ClientSession() as http, http.get(url) as page:
+            assert page.status == 200, "the live client got a link that works"
+        start = len(client.messages)
+        await say(client, sid, "/plan-review")
+        assert review_link(text_since(client, start, sid)) == url, "the process that opened the review can show its link again"
+        stored, logged = stored_bytes(wld_home), client.stderr
+    assert "DEBUG" in logged
+    assert token not in stored, "the database keeps no review token"
+    assert token not in logged, "no log line shows a review token"
+
+    async with wld_session(tmp_path, config=config) as (client, _):
+        start = len(client.messages)
+        await client.call("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
+        replayed = text_since(client, start, sid)
+    assert token not in replayed
+    assert "Review revision 1 of “Add a README”" in replayed and "/plan-review" in replayed, replayed
