@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +16,7 @@ from tests.fakes.discord_api import DiscordFake
 from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import TelegramFake
 from tests.platform_kit import discord_section, discord_urls_restored, events_url_ready, running_bridge, settled, slack_section
+from tests.wld_process import free_port, run_wld, write_config
 
 WRONG = {
     "telegram": ("token", "111111:WRONG-telegram_abcdefghijklmnopq", "getMe"),
@@ -58,3 +61,45 @@ async def test_a_rejected_token_stops_only_its_channel_once_naming_the_key_witho
     assert errors == [f"channel {platform} stopped: channels.{platform}.{key}: {platform.capitalize()} rejected this credential; "
                       "put the right value there (it is not shown here)"], errors
     assert wrong not in caplog.text
+
+
+def channel_sections(telegram: TelegramFake, discord: DiscordFake, slack: SlackFake) -> dict[str, Any]:
+    return {"telegram": telegram_section(telegram), "discord": discord_section(discord), "slack": slack_section(slack)}
+
+
+def doctor_lines(output: str) -> dict[str, str]:
+    """``wld doctor``'s lines by subject: ``{"[channels.slack]": "ok       ..."}``."""
+    return {line[9:].split(": ", 1)[0]: line for line in output.splitlines() if line[:8].strip() in ("ok", "problem", "unknown")}
+
+
+async def test_wld_doctor_says_ok_for_each_channel_whose_token_the_platform_accepts(tmp_path: Path) -> None:
+    async with TelegramFake() as telegram, DiscordFake(install=False) as discord, SlackFake() as slack:
+        config = {"web": {"listen": f"127.0.0.1:{free_port()}"}, "channels": channel_sections(telegram, discord, slack)}
+        done = await run_wld("doctor", "--config", str(write_config(tmp_path / "wld.toml", config)))
+    lines = doctor_lines(done.stdout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for subject in ("[channels.telegram]", "[channels.discord]", "[channels.slack]"):
+        assert lines[subject].startswith("ok ") and "credentials accepted" in lines[subject], done.stdout
+    assert lines["[web] listen"].startswith("ok "), done.stdout
+    assert "no problems found" in done.stdout
+
+
+async def test_wld_doctor_names_a_rejected_token_a_missing_extra_a_taken_port_and_an_unreachable_platform(tmp_path: Path) -> None:
+    site = tmp_path / "site"  # a Python where slack-bolt is not installed
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import sys\nsys.modules['slack_bolt'] = None\n")
+    async with TelegramFake() as telegram, DiscordFake(install=False) as discord, SlackFake() as slack:
+        sections = channel_sections(telegram, discord, slack)
+        sections["discord"]["token"] = WRONG["discord"][1]
+        sections["telegram"]["api_base_url"] = f"http://127.0.0.1:{free_port()}/bot"  # nothing listens there
+        with socket.create_server(("127.0.0.1", 0)) as taken:
+            config = {"web": {"listen": f"127.0.0.1:{taken.getsockname()[1]}"}, "channels": sections}
+            done = await run_wld("doctor", "--config", str(write_config(tmp_path / "wld.toml", config)), env={"PYTHONPATH": str(site)})
+    lines = doctor_lines(done.stdout)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert lines["[channels.discord]"].startswith("problem") and "channels.discord.token: Discord rejected this credential" in done.stdout
+    assert lines["[channels.slack]"].startswith("problem") and "pip install 'runwield-bridge[slack]'" in lines["[channels.slack]"]
+    assert lines["[web] listen"].startswith("problem") and "cannot listen on" in lines["[web] listen"]
+    assert lines["[channels.telegram]"].startswith("unknown") and "not checked" in lines["[channels.telegram]"]
+    assert "3 problem(s) found" in done.stdout
+    assert WRONG["discord"][1] not in done.stdout + done.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import socket
 import sys
@@ -59,10 +60,12 @@ class WldProcess:
         self.proc = proc
 
     @classmethod
-    async def start(cls, *args: str) -> WldProcess:
+    async def start(cls, *args: str, env: dict[str, str] | None = None) -> WldProcess:
+        """``wld ARGS``; ``env`` adds to this process's environment."""
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "runwield_bridge.cli", *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-        )
+            sys.executable, "-m", "runwield_bridge.cli", *args,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ, **(env or {})},
+        )  # fmt: skip
         return cls(proc)
 
     async def stop(self, timeout: float = 30.0) -> Finished:
@@ -80,6 +83,6 @@ class WldProcess:
         return Finished(self.proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
 
 
-async def run_wld(*args: str, timeout: float = 60.0) -> Finished:
+async def run_wld(*args: str, env: dict[str, str] | None = None, timeout: float = 60.0) -> Finished:
     """Run a `wld` subcommand to completion."""
-    return await (await WldProcess.start(*args)).finish(timeout)
+    return await (await WldProcess.start(*args, env=env)).finish(timeout)
