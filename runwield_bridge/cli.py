@@ -9,6 +9,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
+from . import redaction
 from .app import App
 from .config import ConfigError, Settings, load_settings
 from .core.sessions import SessionNotFound
@@ -20,6 +21,7 @@ Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
 def _setup_logging(settings: Settings, verbose: int) -> None:
     level = logging.DEBUG if verbose > 1 else logging.INFO if verbose else getattr(logging, settings.log_level.upper(), logging.WARNING)
     logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    redaction.install(settings.model_dump(mode="json"), logging.getLogger().handlers)
 
 
 async def cmd_acp(args: argparse.Namespace, settings: Settings) -> int:
@@ -110,18 +112,9 @@ async def cmd_plugins(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
-    app = await App.start(settings)
-    try:
-        print(f"state directory: {settings.state_dir}")
-        print(f"database: {settings.db_url}")
-        print(f"models: {', '.join(m.id for m in app.host.models.all())}")
-        print(f"default model: {settings.sessions.model}")
-        print(f"plugins loaded: {len(app.plugins.loaded)}, failed: {len(app.plugins.failed)}")
-        for failed in app.plugins.failed:
-            print(f"  plugin {failed.name} failed: {failed.error}")
-        return 1 if app.plugins.failed else 0
-    finally:
-        await app.close()
+    from .doctor import run_doctor
+
+    return await run_doctor(settings)
 
 
 def _common_options(config_default: object, verbose_default: object) -> argparse.ArgumentParser:

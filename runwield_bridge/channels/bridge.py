@@ -20,6 +20,7 @@ from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpda
 
 from ..acp.client import AgentEndpoint
 from ..config import ConfigError
+from ..redaction import redact
 from .agents import AgentLink, AgentUnavailable
 from .allowlist import Allowlist, NoticeThrottle, stranger_notice
 from .asking import CANCELLED, ask_permission, ask_question
@@ -98,7 +99,7 @@ class Bridge:
                 await self._say(
                     channel,
                     state.conversation,
-                    f"⚠️ The {channel.name} connection failed ({error}); reconnecting in {delay:.1f}s. "
+                    f"⚠️ The {channel.name} connection failed ({redact(str(error))}); reconnecting in {delay:.1f}s. "
                     "Messages and button presses sent meanwhile may arrive late; the agent's work goes on.",
                 )
 
@@ -439,10 +440,10 @@ class Bridge:
 
 
 def describe_error(exc: BaseException) -> str:
-    """An ACP error as a person reads it: the message, and details the agent gave."""
+    """An ACP error as a person reads it: the message, and details the agent gave (secrets redacted)."""
     data = getattr(exc, "data", None)
     details = data.get("details") if isinstance(data, dict) else None
-    return f"{exc}: {details}" if details else str(exc) or type(exc).__name__
+    return redact(f"{exc}: {details}" if details else str(exc) or type(exc).__name__)
 
 
 def _model_option(options: Any) -> Any:

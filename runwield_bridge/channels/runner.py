@@ -15,7 +15,7 @@ from ..host import PluginHost
 from ..web.server import WebServer
 from .bindings import BindingStore
 from .bridge import BUILTIN_AGENT, Bridge
-from .contract import Channel, ChannelContext
+from .contract import Channel, ChannelContext, ChannelFactory
 from .settings import parse_routes
 from .supervisor import Backoff, Supervisor
 
@@ -35,13 +35,15 @@ def agent_endpoints(settings: Settings, session_host: Any) -> dict[str, AgentEnd
 def build_channels(settings: Settings, plugins: PluginHost, context: ChannelContext) -> list[Channel]:
     """One channel per ``[channels.NAME]`` section, built by the plugin that registered NAME."""
     factories = dict(plugins.collect("register_channels"))
-    channels = []
-    for name, section in settings.channels.items():
-        if name not in factories:
-            known = ", ".join(sorted(factories)) or "none"
-            raise ConfigError(f"channels.{name}: no plugin provides this channel (available: {known})")
-        channels.append(factories[name](section, context))
-    return channels
+    return [build_channel(name, section, factories, context) for name, section in settings.channels.items()]
+
+
+def build_channel(name: str, section: dict[str, Any], factories: dict[str, ChannelFactory], context: ChannelContext) -> Channel:
+    """The channel for ``[channels.NAME]``; a ConfigError names the key when no plugin provides it or the section is wrong."""
+    if name not in factories:
+        known = ", ".join(sorted(factories)) or "none"
+        raise ConfigError(f"channels.{name}: no plugin provides this channel (available: {known})")
+    return factories[name](section, context)
 
 
 class BridgeService:

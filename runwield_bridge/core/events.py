@@ -84,9 +84,11 @@ class QuestionAsked:
 
 @dataclass(frozen=True, slots=True)
 class PlanLink:
-    """A Plan review link: ``text`` says it in plain words (with the URL); the other fields are presentation hints."""
+    """A Plan review link: ``text`` says it in plain words (with the URL), for the live client only; ``kept`` is what
+    may be stored or logged instead (the same words, the link replaced by how to get a new one); the rest are hints."""
 
     text: str
+    kept: str
     url: str
     plan_id: str
     revision: int

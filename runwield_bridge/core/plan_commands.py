@@ -39,15 +39,19 @@ EXECUTE_NOW = (
 )
 
 
-def link_text(plan: PlanRecord, link: ReviewLink) -> str:
+LINK_NOT_KEPT = "(the link was sent earlier and is not kept; send /plan-review to get a new one)"
+
+
+def link_text(plan: PlanRecord, link: ReviewLink, url: str) -> str:
     """A review link as plain text: works in any client."""
     until = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(link.expires_at))
-    return f"Review revision {link.revision} of “{plan.title}” in your browser: {link.url}\n(The link works until {until}.)"
+    return f"Review revision {link.revision} of “{plan.title}” in your browser: {url}\n(The link works until {until}.)"
 
 
 def plan_link(plan: PlanRecord, link: ReviewLink, prefix: str = "") -> PlanLink:
-    """The review link as an event: plain text with the URL, and the link's fields as presentation hints."""
-    return PlanLink(prefix + link_text(plan, link), link.url, plan.id, link.revision, link.expires_at)
+    """The review link as an event: plain text with the URL for the live client, the same text without it to keep."""
+    live, kept = (prefix + link_text(plan, link, url) for url in (link.url, LINK_NOT_KEPT))
+    return PlanLink(live, kept, link.url, plan.id, link.revision, link.expires_at)
 
 
 def revise_prompt(plan: PlanRecord, revision: int, feedback: str) -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..redaction import redact
 from .builtin_commands import BUILTIN_COMMANDS
 from .catalog import ModelCatalog, UnknownChoice, agent_profile
 from .commands import Command, CommandContext, CommandRegistry, Invocation, parse_invocation
@@ -423,10 +424,10 @@ class SessionHost:
             asyncio.current_task().uncancel()
             settled = TurnSettled("cancelled")
         except ModelError as exc:
-            settled = TurnSettled("error", error=str(exc))
+            settled = TurnSettled("error", error=redact(str(exc)))
         except Exception as exc:
             log.exception("turn failed in Session %s", session_id)
-            settled = TurnSettled("error", error=f"internal error: {type(exc).__name__}: {exc}")
+            settled = TurnSettled("error", error=redact(f"internal error: {type(exc).__name__}: {exc}"))
         live.finishing = True
         try:
             with contextlib.suppress(Exception):  # a failure here is already the turn's error
@@ -465,7 +466,7 @@ class SessionHost:
             say=lambda text: self._say(live, result, text),
             select=select,
             emit=live.emit,
-            show_link=lambda link: self._say(live, result, link.text, link),
+            show_link=lambda link: self._say(live, result, link.kept, link),
             agent_turn=agent_turn,
             follow_up=lambda after, command, args: self.follow_up(session_id, command, args, after),
         )
@@ -531,13 +532,14 @@ class SessionHost:
 
     async def _say(self, live: LiveSession, result: TurnResult, text: str, link: PlanLink | None = None) -> None:
         """A command's output (a plain message, or a review link): shown and kept in the transcript, but not part
-        of the model's conversation."""
-        piece = f"\n\n{text}" if result.reply else text
-        result.add_reply(piece, aside=True)
+        of the model's conversation. A review link is shown to the live client only; the transcript keeps ``text``,
+        its words without the link."""
+        gap = "\n\n" if result.reply else ""
+        result.add_reply(gap + text, aside=True)
         if link is None:
-            await live.emit(MessageChunk(piece, result.message_id))
+            await live.emit(MessageChunk(gap + text, result.message_id))
         else:
-            await live.emit(replace(link, text=piece, message_id=result.message_id))
+            await live.emit(replace(link, text=gap + link.text, kept=gap + link.kept, message_id=result.message_id))
 
     async def _record_prompt(self, live: LiveSession, text: str | None, command: bool = False) -> list[ChatMessage]:
         """Append the prompt to the transcript (titling an untitled Session) and return the history before it.

@@ -161,7 +161,8 @@ class Store:
     def __init__(self, url: str) -> None:
         self.url = url
         # Many turns starting at once queue for a connection rather than failing after the default 30 s.
-        self.engine: AsyncEngine = create_async_engine(url, pool_timeout=POOL_TIMEOUT_SECONDS)
+        # SQL parameters (prompts, replies) never reach a log or an error message.
+        self.engine: AsyncEngine = create_async_engine(url, pool_timeout=POOL_TIMEOUT_SECONDS, hide_parameters=True)
         if url.startswith("sqlite"):
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
         self._sessions = async_sessionmaker(self.engine, class_=AsyncSession, expire_on_commit=False)

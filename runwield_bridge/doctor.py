@@ -1,0 +1,90 @@
+"""``wld doctor``: one line per check, ``ok`` or ``problem`` with the fix; any problem makes the exit status 1."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Literal
+
+from .app import App
+from .channels.contract import ChannelContext, CredentialsRejected
+from .channels.runner import build_channel
+from .config import ConfigError, Settings
+from .host import PluginHost
+from .redaction import redact
+from .web.server import WebServer
+
+VERIFY_TIMEOUT = 30.0
+Status = Literal["ok", "problem", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """The result of one check: ``unknown`` when it could not be made (the platform was not reachable)."""
+
+    status: Status
+    subject: str
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.status:<8} {self.subject}: {redact(self.detail)}"
+
+
+async def run_doctor(settings: Settings) -> int:
+    """Print every check's line; 1 if any found a problem."""
+    problems = 0
+    async for finding in diagnose(settings):
+        print(finding.line(), flush=True)
+        problems += finding.status == "problem"
+    print(f"{problems} problem(s) found" if problems else "no problems found")
+    return 1 if problems else 0
+
+
+async def diagnose(settings: Settings) -> AsyncIterator[Finding]:
+    """State, models and plugins; ``[web] listen``; then each configured channel."""
+    app = await App.start(settings)
+    try:
+        yield Finding("ok", "state directory", str(settings.state_dir))
+        yield Finding("ok", "database", settings.db_url)
+        yield Finding("ok", "models", f"{', '.join(m.id for m in app.host.models.all())} (new Sessions use {settings.sessions.model})")
+        for failed in app.plugins.failed:
+            yield Finding("problem", f"plugin {failed.name}", f"failed to load ({failed.error}); fix it, or block it in [plugins]")
+        yield await listen_finding(settings)
+        for name, section in settings.channels.items():
+            yield await channel_finding(name, section, app.plugins, settings)
+    finally:
+        await app.close()
+
+
+async def listen_finding(settings: Settings) -> Finding:
+    """Whether ``[web] listen`` can be bound now (review pages and webhooks are served there)."""
+    server = WebServer(settings.web)
+    try:
+        await server.start()
+    except ConfigError as exc:
+        return Finding("problem", "[web] listen", f"{exc}; choose a free HOST:PORT, or stop what listens there (a running wld?)")
+    await server.stop()
+    return Finding("ok", "[web] listen", f"{settings.web.listen} can be bound")
+
+
+async def channel_finding(name: str, section: dict[str, object], plugins: PluginHost, settings: Settings) -> Finding:
+    """The channel's section and platform library, then its credentials, checked with the platform when it is reachable."""
+    subject = f"[channels.{name}]"
+    factories = dict(plugins.collect("register_channels"))
+    try:
+        channel = build_channel(name, dict(section), factories, ChannelContext(WebServer(settings.web)))
+    except ConfigError as exc:
+        return Finding("problem", subject, str(exc))
+    verify = getattr(channel, "verify", None)
+    try:
+        if verify is None:
+            return Finding("ok", subject, "configured (no credentials to check)")
+        await asyncio.wait_for(verify(), VERIFY_TIMEOUT)
+        return Finding("ok", subject, "credentials accepted by the platform")
+    except CredentialsRejected as exc:
+        return Finding("problem", subject, str(exc))
+    except Exception as exc:  # the platform could not be asked: not a verdict on the credentials
+        return Finding("unknown", subject, f"credentials not checked: the platform could not be reached ({type(exc).__name__}: {exc})")
+    finally:
+        await channel.close()
