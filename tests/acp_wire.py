@@ -257,6 +257,12 @@ class WireClient:
         self.raise_violations()
         return response
 
+    def expect_response(self, request_id: Any, method: str) -> asyncio.Future[Message]:
+        """Await a response to a request sent by hand (send_raw): it is matched and validated as ``method``'s."""
+        future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = (method, future)
+        return future
+
     async def call(self, method: str, params: Any = None, *, timeout: float = 30.0) -> Any:
         """Send a request and return its result, raising RpcError for an error response."""
         response = await self.request(method, params, timeout=timeout)

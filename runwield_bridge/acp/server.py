@@ -13,6 +13,7 @@ from typing import Any
 from acp import PROTOCOL_VERSION, RequestError
 from acp.connection import Connection
 from acp.schema import (
+    AuthenticateRequest,
     CancelNotification,
     CloseSessionRequest,
     DeleteSessionRequest,
@@ -40,7 +41,9 @@ from ..core.sessions import (
 from ..core.steering import SteeringRejected
 from .forms import form_outcome, form_request
 from .menus import ChatReply, NoMatch, did_not_match, interpret, other_prompt, read_reply
+from .transport import has_invalid_text
 from .updates import commands_update, event_to_update, question_update, record_options
+from .validation import schema_problems
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,7 @@ BUSY_CODE = -32001
 NOT_FOUND_CODE = -32002
 FORM_ATTEMPTS = 3  # a form whose answer is not usable is shown again, at most this many times in all
 Handler = Callable[..., Awaitable[Any]]
+Route = tuple[str, type[BaseModel], Handler]  # the official schema's params type, the SDK's model, the handler
 
 
 class AcpAgentServer:
@@ -60,36 +64,41 @@ class AcpAgentServer:
         self._typing_other: dict[str, str] = {}  # session id -> the interview question whose Other text is owed
         self._background: set[asyncio.Task[None]] = set()
         self._inflight: set[asyncio.Task[Any]] = set()
-        self._routes: dict[str, tuple[type[BaseModel], Handler]] = {
-            "initialize": (InitializeRequest, self.initialize),
-            "session/new": (NewSessionRequest, self.new_session),
-            "session/load": (LoadSessionRequest, self.load_session),
-            "session/prompt": (PromptRequest, self.prompt),
-            "session/close": (CloseSessionRequest, self.close_session),
-            "session/delete": (DeleteSessionRequest, self.delete_session),
-            "session/set_config_option": (SetSessionConfigOptionSelectRequest, self.set_config_option),
-            "_session/steering": (PromptRequest, self.steer),
+        self._routes: dict[str, Route] = {
+            "initialize": ("InitializeRequest", InitializeRequest, self.initialize),
+            "authenticate": ("AuthenticateRequest", AuthenticateRequest, self.authenticate),
+            "session/new": ("NewSessionRequest", NewSessionRequest, self.new_session),
+            "session/load": ("LoadSessionRequest", LoadSessionRequest, self.load_session),
+            "session/prompt": ("PromptRequest", PromptRequest, self.prompt),
+            "session/close": ("CloseSessionRequest", CloseSessionRequest, self.close_session),
+            "session/delete": ("DeleteSessionRequest", DeleteSessionRequest, self.delete_session),
+            "session/set_config_option": ("SetSessionConfigOptionRequest", SetSessionConfigOptionSelectRequest, self.set_config_option),
+            "_session/steering": ("PromptRequest", PromptRequest, self.steer),
         }
-        self._notifications: dict[str, tuple[type[BaseModel], Handler]] = {
-            "session/cancel": (CancelNotification, self.cancel),
+        self._notifications: dict[str, Route] = {
+            "session/cancel": ("CancelNotification", CancelNotification, self.cancel),
         }
 
     def attach(self, conn: Connection) -> None:
         self.conn = conn
 
     async def __call__(self, method: str, params: Any, is_notification: bool) -> Any:
-        """The connection's method handler. ``_meta`` is passed apart and never overrides a parameter."""
+        """The connection's method handler: params valid against the official schema reach a handler,
+        others get -32602 (a notification: no answer at all). ``_meta`` never overrides a parameter."""
         routes = self._notifications if is_notification else self._routes
         if method not in routes:
             if is_notification:
                 return None
             raise RequestError.method_not_found(method)
-        model, handler = routes[method]
+        type_name, model, handler = routes[method]
+        params = {} if params is None else params
         try:
-            request = model.model_validate(params if params is not None else {})
-        except ValidationError as exc:
-            problems = [{"field": ".".join(map(str, e["loc"])), "problem": e["msg"]} for e in exc.errors()]
-            raise RequestError.invalid_params({"errors": problems}) from None
+            request = _checked_params(type_name, model, params)
+        except RequestError as exc:
+            if is_notification:
+                log.warning("ignored %s notification with invalid params: %s", method, exc.data)
+                return None
+            raise
         task = asyncio.current_task()
         self._inflight.add(task)
         try:
@@ -128,6 +137,11 @@ class AcpAgentServer:
             "authMethods": [],
             "_meta": {"steering": {"supported": True}},
         }
+
+    async def authenticate(self, request: AuthenticateRequest) -> dict[str, Any]:
+        """No authentication method is advertised, so no ``methodId`` can match one (-32602)."""
+        details = "this agent advertises no authentication methods and needs no authentication"
+        raise RequestError.invalid_params({"methodId": request.method_id, "details": details})
 
     async def new_session(self, request: NewSessionRequest) -> dict[str, Any]:
         cwd = _checked_cwd(request.cwd)
@@ -264,12 +278,14 @@ class AcpAgentServer:
         return {}
 
     async def set_config_option(self, request: SetSessionConfigOptionSelectRequest) -> dict[str, Any]:
+        """The client's own change: the answer carries the complete options, and no update echoes it back
+        (``config_option_update`` is for changes the agent makes; nothing is said outside a turn)."""
         await self._open(request.session_id)
         field = {"model": "model", "thought_level": "reasoning", "mode": "agent"}.get(request.config_id)
         if field is None:
             raise RequestError.invalid_params({"configId": request.config_id, "details": "unknown config option"})
         try:
-            record = await self.host.select(request.session_id, emit=self.emitter(request.session_id), **{field: request.value})
+            record = await self.host.select(request.session_id, **{field: request.value})
         except UnknownChoice as exc:
             raise RequestError.invalid_params({"configId": request.config_id, "details": str(exc)}) from None
         except SessionBusy as exc:
@@ -281,6 +297,19 @@ class AcpAgentServer:
             return await self.host.open(session_id)
         except SessionNotFound:
             raise _not_found(session_id) from None
+
+
+def _checked_params(type_name: str, model: type[BaseModel], params: Any) -> Any:
+    """``params`` as the SDK's ``model`` once they are valid against the official schema and all valid Unicode."""
+    if problems := schema_problems(type_name, params):
+        raise RequestError.invalid_params({"errors": problems})
+    if has_invalid_text(params):
+        raise RequestError.invalid_params({"errors": [{"field": "params", "problem": "strings must be valid Unicode (no lone surrogates)"}]})
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        problems = [{"field": ".".join(map(str, e["loc"])), "problem": e["msg"]} for e in exc.errors()]
+        raise RequestError.invalid_params({"errors": problems}) from None
 
 
 def _busy(session_id: str, message: str, reason: str = "busy", **data: Any) -> RequestError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import stat
 import sys
@@ -14,10 +15,87 @@ from acp.stdio import _start_stdin_feeder, _StdoutTransport, _WritePipeProtocol
 from acp.task import MessageSender, TaskSupervisor
 
 STREAM_LIMIT = 50 * 1024 * 1024
+MAX_DEPTH = 64  # arrays and objects nested deeper than this are refused: no ACP message needs more
+INT64 = range(-(2**63), 2**63)
+
+
+class ParseError(ValueError):
+    """A line that is not JSON we accept."""
 
 
 def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+def parse_message(line: bytes) -> Any:
+    """One line as a JSON value: finite numbers only, nested at most MAX_DEPTH deep (ParseError otherwise)."""
+    try:
+        value = json.loads(line, parse_constant=_no_constant, parse_float=_finite)
+    except RecursionError:
+        raise ParseError(f"the JSON is nested more than {MAX_DEPTH} levels deep") from None
+    except ValueError as exc:
+        raise ParseError(str(exc) if isinstance(exc, ParseError) else "the line is not valid JSON") from None
+    if _depth_exceeds(value, MAX_DEPTH):
+        raise ParseError(f"the JSON is nested more than {MAX_DEPTH} levels deep")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ParseError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ParseError(f"{text} is too large for a number")
+    return number
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether arrays and objects nest deeper than ``limit`` (without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def has_invalid_text(value: Any) -> bool:
+    """Whether any string or key in ``value`` is not valid Unicode (a lone surrogate such as ``"\\ud800"``)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not _is_text(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _is_text(string: str) -> bool:
+    try:
+        string.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def is_request_id(value: Any) -> bool:
+    """A JSON-RPC id as ACP types it: a string, a 64-bit integer (no bool, no fraction) or null."""
+    if isinstance(value, str):
+        return _is_text(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value in INT64
+    return value is None
 
 
 def invalid_request_reason(message: Any) -> str | None:
@@ -26,15 +104,36 @@ def invalid_request_reason(message: Any) -> str | None:
         return "a message must be a JSON object (batches are not supported)"
     if message.get("jsonrpc") != "2.0":
         return 'a message must have "jsonrpc": "2.0"'
+    if "id" in message and not is_request_id(message["id"]):
+        return '"id" must be a string, an integer or null'
     if "method" in message:
-        if not isinstance(message["method"], str):
-            return '"method" must be a string'
+        if not isinstance(message["method"], str) or not _is_text(message["method"]):
+            return '"method" must be a string of valid Unicode'
+        if "result" in message or "error" in message:
+            return 'a request has no "result" or "error"'
         if "params" in message and not isinstance(message["params"], (dict, list, type(None))):
             return '"params" must be an object'
-    elif "id" not in message or not ("result" in message or "error" in message):
+        return None
+    if "id" not in message or ("result" in message) == ("error" in message):
         return "a message must be a request, a notification or a response"
-    if "id" in message and not isinstance(message["id"], (str, int, type(None))):
-        return '"id" must be a string, a number or null'
+    if "error" in message and not _is_error(message["error"]):
+        return '"error" must be an object with an integer "code" and a string "message"'
+    return None
+
+
+def _is_error(error: Any) -> bool:
+    return (
+        isinstance(error, dict)
+        and isinstance(error.get("code"), int)
+        and not isinstance(error["code"], bool)
+        and isinstance(error.get("message"), str)
+    )
+
+
+def _answerable_id(message: Any) -> Any:
+    """The id to answer an invalid message with: a request's own id when it is valid, else null."""
+    if isinstance(message, dict) and "method" in message and is_request_id(message.get("id")):
+        return message.get("id")
     return None
 
 
@@ -50,13 +149,12 @@ class CheckedNdjsonTransport(NdjsonTransport):
             if not line:
                 continue
             try:
-                message = json.loads(line)
-            except ValueError:
-                await self.send(_error(None, -32700, "Parse error: the line is not valid JSON"))
+                message = parse_message(line)
+            except ParseError as exc:
+                await self.send(_error(None, -32700, f"Parse error: {exc}"))
                 continue
             if reason := invalid_request_reason(message):
-                request_id = message.get("id") if isinstance(message, dict) else None
-                await self.send(_error(request_id if isinstance(request_id, (str, int)) else None, -32600, f"Invalid request: {reason}"))
+                await self.send(_error(_answerable_id(message), -32600, f"Invalid request: {reason}"))
                 continue
             return message
 
