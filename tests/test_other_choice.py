@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +15,9 @@ from runwield_bridge.acp.other_choice import NotAnAnswer, read_choice, recognise
 from runwield_bridge.channels.contract import Capabilities, Conversation, Sender
 from runwield_bridge.channels.interactions import Answer, Interactions, Question
 from runwield_bridge.channels.questions import run_form
-from runwield_bridge.core.interactions import Choice, Outcome, interview
+from runwield_bridge.core.interactions import Choice, Outcome, Question as HostQuestion, interview
+from runwield_bridge.core.interview import run_interview
+from runwield_bridge.core.tools import ToolContext
 from tests.bridge_kit import RecordingChannel
 
 HERE = Conversation("memory", "1")
@@ -83,6 +87,20 @@ def test_reply_rules_a_number_or_unique_label_picks_other_meaningful_text_is_oth
     ]
     with pytest.raises(NotAnAnswer, match="no answer"):
         read_choice(options, "?!")
+
+
+async def test_an_other_option_from_the_model_is_not_offered_twice(tmp_path: Path) -> None:
+    asked: list[HostQuestion] = []
+
+    async def ask(question: HostQuestion) -> Outcome:
+        asked.append(question)
+        return Outcome.answer("Kotlin", other=True)
+
+    arguments = {"questions": [{"question": "Which language?", "options": ["Python", "Rust", "other"]}]}
+    result = json.loads(await run_interview(arguments, ToolContext("s", tmp_path, ask)))
+    assert [c.label for c in asked[0].options] == ["Python", "Rust"], "Other is always offered, once"
+    assert recognise(runwield_form(asked[0])) is not None, "so a chat still asks it as one question"
+    assert result["answers"] == [{"question": "Which language?", "type": "other", "answer": "Kotlin"}]
 
 
 class Chat:
