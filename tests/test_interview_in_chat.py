@@ -215,3 +215,16 @@ async def test_the_interview_in_wld_chat_is_a_numbered_menu_per_choice(tmp_path:
     assert await chat.finish() == 0
     async with opened_store() as store:
         assert await typed_answers(store) == EXPECTED
+
+
+async def test_a_photo_does_not_answer_a_waiting_question_even_with_a_caption(tmp_path: Path) -> None:
+    async with bridge_world(tmp_path=tmp_path) as world:
+        person = TelegramPerson(world)
+        await person.say("please interview me")
+        await shown(person, LANGUAGE)
+        world.fake.push_photo(OWNER, OWNER, caption="Rust")
+        await shown(person, "An attachment does not answer the question above")
+        await person.press(LANGUAGE, "Go")
+        await shown(person, TESTS)
+        [asked] = [text for text in person.texts() if LANGUAGE in text]
+        assert "→ Go (by" in asked, "the press after the photo answered, not the photo's caption"
