@@ -19,7 +19,7 @@ import pytest
 
 from runwield_bridge.config import Settings
 from runwield_bridge.core.store import Store
-from tests.bridge_kit import OWNER, bridge_world
+from tests.bridge_kit import OWNER, asking_agent, bridge_world
 from tests.platform_kit import discord_world, slack_world
 from tests.test_chat_cli import Chat
 
@@ -228,3 +228,16 @@ async def test_a_photo_does_not_answer_a_waiting_question_even_with_a_caption(tm
         await shown(person, TESTS)
         [asked] = [text for text in person.texts() if LANGUAGE in text]
         assert "→ Go (by" in asked, "the press after the photo answered, not the photo's caption"
+
+
+async def test_another_agents_choice_with_other_is_one_question_too(tmp_path: Path) -> None:
+    async with bridge_world(tmp_path=tmp_path, telegram={"agent": "asker"}, agents={"asker": asking_agent(tmp_path)}) as world:
+        person = TelegramPerson(world)
+        await person.say("a drink please")
+        assert await person.press("Tea or coffee?", "Coffee") == ["Tea", "Coffee", "Other", "Decline"]
+        await shown(person, 'form: accept {"drink": "Coffee"}')
+        await person.say("another drink")
+        await shown(person, "Tea or coffee?", 2)
+        await person.say("mate, no sugar")
+        await shown(person, 'form: accept {"drink": "Other", "note": "mate, no sugar"}')
+        assert "Something else" not in person.said()
