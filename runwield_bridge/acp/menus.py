@@ -2,10 +2,11 @@
 
 Select and approval: a number in range, or a unique exact label or value (trimmed, case-insensitive);
 ``cancel`` cancels only when no option matches it. Text: any non-blank text (``cancel`` is text).
-Interview: the rules of ``other_choice``: a number or unique exact label picks that option, ``Other``
-(or its number) asks for the text, and any other meaningful text is the Other answer. A standalone ``<sender_context>`` block of
-valid ``openab.sender.v1`` JSON is set aside; metadata alone, malformed metadata, conflicting answers
-and attachments answer nothing. Whatever answers nothing leaves the question waiting.
+Interview (the rules of ``other_choice``): a number or unique exact label picks that option, ``Other``
+(or its number) asks for the text, and any other meaningful text is the Other answer. A standalone
+``<sender_context>`` block of valid ``openab.sender.v1`` JSON is set aside; metadata alone, malformed
+metadata, conflicting answers and attachments answer nothing. Whatever answers nothing leaves the
+question waiting.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def reply_rule(question: Question) -> str:
         return "Reply with your answer."
     count = len(numbered(question))
     if question.kind == "interview":
-        return other_choice.reply_rule(count)
+        return f"Reply with a number (1-{count}) or an option, or type your own answer."
     return f"Reply with a number (1-{count}) or an option's name, or `cancel`."
 
 

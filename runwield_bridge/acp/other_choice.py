@@ -140,11 +140,6 @@ def read_choice(options: Sequence[Labelled], reply: str) -> int | str:
     raise NotAnAnswer("there was no answer in it")
 
 
-def reply_rule(count: int) -> str:
-    """How to answer a choice with Other whose options (Other included) are numbered 1 to ``count``."""
-    return f"Reply with a number (1-{count}) or an option, or type your own answer."
-
-
 def other_prompt(prompt: str) -> str:
     """The one follow-up after a bare Other."""
     return f"Type your own answer to: {prompt}"
