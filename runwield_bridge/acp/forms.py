@@ -1,8 +1,9 @@
 """Native forms: questions as ``elicitation/create`` requests, and their responses as outcomes.
 
 Every form has a required ``answer`` field: a titled single-select (labels kept) for select, approval
-and choice-interview questions, a non-empty string for text. A choice interview adds an optional
-``other`` text field used only when ``Other`` is chosen. No field has a default.
+and choice-interview questions, a non-empty string for text. A choice interview is the form of
+``other_choice``: its options, ``Other`` last, and an optional ``other`` text field used only when
+Other is chosen. No field has a default.
 """
 
 from __future__ import annotations
@@ -10,9 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.interactions import Outcome, PendingQuestion, Question
-
-ANSWER, OTHER_TEXT = "answer", "other"
-OTHER_VALUE = "_other"
+from .other_choice import ANSWER, OTHER_TEXT, OTHER_VALUE, Option, choice_with_other_schema, option_schema
 
 
 def requested_schema(question: Question) -> dict[str, Any]:
@@ -22,16 +21,11 @@ def requested_schema(question: Question) -> dict[str, Any]:
             "properties": {ANSWER: {"type": "string", "title": "Answer", "minLength": 1}},
             "required": [ANSWER],
         }
-    options = [_option(c.value, c.label, c.description) for c in question.options]
-    properties: dict[str, Any] = {ANSWER: {"type": "string", "title": "Choice", "oneOf": options}}
+    options = [Option(c.value, c.label, c.description) for c in question.options]
     if question.kind == "interview":
-        options.append(_option(OTHER_VALUE, "Other", "Your own answer, typed below"))
-        properties[OTHER_TEXT] = {"type": "string", "title": "Other answer", "description": "Used only when you choose Other"}
-    return {"type": "object", "properties": properties, "required": [ANSWER]}
-
-
-def _option(value: str, title: str, description: str) -> dict[str, Any]:
-    return {"const": value, "title": title, **({"description": description} if description else {})}
+        return choice_with_other_schema(options)
+    choice = {"type": "string", "title": "Choice", "oneOf": [option_schema(o) for o in options]}
+    return {"type": "object", "properties": {ANSWER: choice}, "required": [ANSWER]}
 
 
 def form_request(session_id: str, pending: PendingQuestion, problem: str = "") -> dict[str, Any]:

@@ -2,10 +2,11 @@
 
 Select and approval: a number in range, or a unique exact label or value (trimmed, case-insensitive);
 ``cancel`` cancels only when no option matches it. Text: any non-blank text (``cancel`` is text).
-Interview: a number or unique exact label picks that option, ``Other`` (or its number) asks for the
-text, and any other meaningful text is the Other answer. A standalone ``<sender_context>`` block of
-valid ``openab.sender.v1`` JSON is set aside; metadata alone, malformed metadata, conflicting answers
-and attachments answer nothing. Whatever answers nothing leaves the question waiting.
+Interview (the rules of ``other_choice``): a number or unique exact label picks that option, ``Other``
+(or its number) asks for the text, and any other meaningful text is the Other answer. A standalone
+``<sender_context>`` block of valid ``openab.sender.v1`` JSON is set aside; metadata alone, malformed
+metadata, conflicting answers and attachments answer nothing. Whatever answers nothing leaves the
+question waiting.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from typing import Any
 
 from ..core.commands import parse_invocation
 from ..core.interactions import Choice, Outcome, Question
+from . import other_choice
+from .other_choice import OTHER_LABEL, NotAnAnswer, match_option, read_choice
 
 SENDER_OPEN, SENDER_CLOSE = "<sender_context>", "</sender_context>"
 SENDER_SCHEMA = "openab.sender.v1"
-OTHER = Choice("other", "Other", "type your own answer")
+OTHER = Choice("other", OTHER_LABEL, "type your own answer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +119,7 @@ def did_not_match(question: Question, no_match: NoMatch) -> str:
 
 
 def other_prompt(question: Question) -> str:
-    return f"Type your own answer to: {question.prompt}"
+    return other_choice.other_prompt(question.prompt)
 
 
 def interpret(question: Question, reply: ChatReply, typing_other: bool = False) -> Decision:
@@ -139,29 +142,26 @@ def interpret(question: Question, reply: ChatReply, typing_other: bool = False) 
 def _choose(question: Question, reply: str) -> Decision:
     """One trimmed, non-blank reply to a select, approval or choice interview."""
     options = question.options
-    interview = question.kind == "interview"
-    if reply.isascii() and reply.isdigit():
-        number = int(reply)
-        if 1 <= number <= len(options):
-            return Outcome.answer(options[number - 1].value)
-        if interview and number == len(options) + 1:
-            return TypeOther()
-    key = reply.casefold()
-    matches = [c for c in options if key in (c.label.strip().casefold(), c.value.strip().casefold())]
-    if len(matches) == 1:
-        return Outcome.answer(matches[0].value)
-    if len(matches) > 1:
-        return NoMatch(f'"{reply}" matches more than one option')
-    if interview:
-        if key == OTHER.label.casefold():
-            return TypeOther()
-        if any(ch.isalnum() for ch in reply):
-            return Outcome.answer(reply, other=True)
-        return NoMatch("there was no answer in it")
-    if key == "cancel":
+    try:
+        if question.kind == "interview":
+            return _interview_choice(question, read_choice(numbered(question), reply))
+        index = match_option(options, reply)
+    except NotAnAnswer as exc:
+        return NoMatch(str(exc))
+    if index is not None:
+        return Outcome.answer(options[index].value)
+    if reply.casefold() == "cancel":
         return Outcome.cancelled("the user replied cancel")
     if parse_invocation(reply):
         return NoMatch("a command cannot run while this question waits")
     if reply.isascii() and reply.isdigit():
         return NoMatch(f"{reply} is not one of the numbers 1-{len(options)}")
     return NoMatch(f'"{reply}" does not match any option')
+
+
+def _interview_choice(question: Question, picked: int | str) -> Decision:
+    if isinstance(picked, str):
+        return Outcome.answer(picked, other=True)
+    if picked == len(question.options):
+        return TypeOther()
+    return Outcome.answer(question.options[picked].value)

@@ -119,7 +119,9 @@ class Bridge:
                 await self._command(state, command)
                 return None
             if self.interactions.has_open(conversation):
-                if correction := self.interactions.offer_text(conversation, message.text, sender):
+                if message.images:
+                    await self._say(channel, conversation, "An attachment does not answer the question above; reply with text, or send /cancel.")
+                elif correction := self.interactions.offer_text(conversation, message.text, sender):
                     await self._say(channel, conversation, correction)
                 return None
             if state.running:

@@ -1,6 +1,9 @@
 """``elicitation/create`` in chat: forms as buttons or numbered prompts, URLs shown but never fetched.
 
-A single choice of two to four options becomes buttons; any other form is asked one field at a
+A single choice of two to four options becomes buttons. A choice with Other (``acp.other_choice``:
+a single-select with an Other option and an optional text field for it) is one question: buttons for
+two to four options and Other, else a numbered menu; a listed option answers at once, Other asks
+once for its text, and other typed text is the Other answer. Any other form is asked one field at a
 time as a numbered text prompt, each field taking the next message. A URL request shows the
 literal URL with Continue and Decline. Anything malformed or unsupported is explained and declined.
 """
@@ -10,7 +13,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Any, Literal
 from urllib.parse import urlparse
@@ -31,6 +34,7 @@ from acp.schema import (
 )
 from pydantic import TypeAdapter, ValidationError
 
+from ..acp.other_choice import ChoiceWithOther, NotAnAnswer, other_prompt, read_choice, recognise
 from .interactions import Answer, InvalidAnswer, Outcome, Question
 
 Kind = Literal["text", "number", "integer", "boolean", "choice", "multi"]
@@ -237,9 +241,56 @@ def _shown(field: Field, value: Any) -> str:
     return labels.get(value, str(value))
 
 
+def other_choice_question(message: str, form: ChoiceWithOther) -> Question:
+    """A choice with Other as one question: buttons for two to four options (and Other), else a numbered menu."""
+    labels = tuple(option.label for option in form.options)
+    return Question(
+        f"❓ {message}",
+        options=labels,
+        options_as_buttons=2 <= form.listed <= MAX_BUTTONS,
+        parse=lambda text: _read_choice(form, text),
+        label_of=lambda picked: labels[picked] if isinstance(picked, int) else picked,
+        decline="Decline",
+        hint="Pick an option, or type your own answer. Send /cancel to stop.",
+    )
+
+
+def _read_choice(form: ChoiceWithOther, text: str) -> int | str:
+    """An option's index (Other's included), or the typed text as Other's answer; raises InvalidAnswer."""
+    try:
+        return read_choice(form.options, text.strip())
+    except NotAnAnswer as exc:
+        raise InvalidAnswer(f"That did not answer the question: {exc}.") from None
+
+
+async def run_choice_with_other(message: str, form: ChoiceWithOther, text: Field, ask: Ask, timeout: float) -> dict[str, Any]:
+    """Ask a choice with Other as one question, and Other's ``text`` field once only if Other was picked bare."""
+    deadline = time.monotonic() + timeout
+    answer = await ask(other_choice_question(message, form), timeout)
+    if answer.outcome is not Outcome.ANSWERED:
+        return _unanswered(answer)
+    picked = answer.value
+    if picked == form.other:
+        own = replace(text, required=True)
+        follow_up = Question(
+            f"❓ {other_prompt(message)}",
+            parse=lambda reply: parse_value(own, reply),
+            decline="Decline",
+            hint="Reply with your answer. Send /cancel to stop.",
+        )
+        answer = await ask(follow_up, max(deadline - time.monotonic(), 0.001))
+        if answer.outcome is not Outcome.ANSWERED:
+            return _unanswered(answer)
+        picked = answer.value
+    return {"action": "accept", "content": form.content(picked)}
+
+
 async def run_form(message: str, schema: ElicitationSchema, ask: Ask, timeout: float) -> dict[str, Any]:
     """Ask for a form and return the elicitation response (accept with content, decline, or cancel)."""
     fields = form_fields(schema)
+    if (with_other := recognise(schema)) is not None:
+        [text] = [field for field in fields if field.name == with_other.text]
+        return await run_choice_with_other(message, with_other, text, ask, timeout)
     deadline = time.monotonic() + timeout
     choice = single_choice(fields)
     if choice is not None:

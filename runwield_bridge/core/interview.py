@@ -41,7 +41,7 @@ def _questions(arguments: dict[str, Any]) -> list[tuple[str, list[str]]]:
     for item in raw:
         if not isinstance(item, dict) or not str(item.get("question", "")).strip():
             raise ToolError("every question needs a non-empty 'question'")
-        options = [str(o) for o in item.get("options") or []]
+        options = [str(o) for o in item.get("options") or [] if str(o).strip().casefold() != "other"]  # Other is always offered
         if len(set(options)) != len(options):
             raise ToolError(f"duplicate options in {options}")
         found.append((str(item["question"]), options))

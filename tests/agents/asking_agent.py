@@ -4,6 +4,7 @@ What a prompt contains decides what it does:
   "permission"  asks session/request_permission, then says the outcome
   "choose"      asks a single-choice form (three options), then says the answer
   "survey"      asks a two-field form (text and integer), then says the answers
+  "drink"       asks a single choice with Other and an optional text field for it, then says the answers
   "visit"       asks a URL elicitation, then says the action
   "malformed"   sends an elicitation/create the schema rejects, then says the action
   "slow"        streams a chunk every 0.1 s for 5 s unless cancelled
@@ -123,6 +124,9 @@ class AskingAgent:
         elif "survey" in words:
             schema = {"name": {"type": "string", "title": "Your name", "minLength": 2}, "age": {"type": "integer", "title": "Age", "minimum": 0}}
             reply = await self.elicit(session_id, "A short survey", schema, ["name", "age"])
+        elif "drink" in words:
+            schema = {"drink": {"type": "string", "enum": ["Tea", "Coffee", "Other"]}, "note": {"type": "string", "title": "Something else"}}
+            reply = await self.elicit(session_id, "Tea or coffee?", schema, ["drink"])
         elif "visit" in words:
             response = await self.raw_elicit(
                 {"sessionId": session_id, "mode": "url", "elicitationId": "e1", "message": "Sign in to continue", "url": "https://auth.example.com/login?state=xyz"}
