@@ -12,7 +12,7 @@ from acp.schema import ElicitationSchema
 
 from runwield_bridge.acp.forms import form_outcome, requested_schema
 from runwield_bridge.acp.other_choice import NotAnAnswer, read_choice, recognise
-from runwield_bridge.channels.contract import Capabilities, Conversation, Sender
+from runwield_bridge.channels.contract import ButtonPress, Capabilities, Conversation, Sender
 from runwield_bridge.channels.interactions import Answer, Interactions, Question
 from runwield_bridge.channels.questions import run_form
 from runwield_bridge.core.interactions import Choice, Outcome, Question as HostQuestion, interview
@@ -125,7 +125,7 @@ class Chat:
     def press(self, label: str) -> str:
         [(_, buttons)] = [m for m in self.channel.messages.values() if any(b.label == label for b in m[1])]
         [button] = [b for b in buttons if b.label == label]
-        return self.interactions.press(str(button.data), ME)
+        return self.interactions.press(self.channel, ButtonPress(HERE, ME, str(button.data)))
 
     def type(self, text: str) -> str | None:
         return self.interactions.offer_text(HERE, text, ME)
