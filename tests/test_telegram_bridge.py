@@ -186,6 +186,27 @@ async def test_a_press_counts_only_in_the_conversation_that_owns_the_question_an
         assert not any("selected allow" in text for text in world.texts(OWNER) + world.texts(group))
 
 
+async def test_a_session_resumed_in_another_chat_still_asks_the_chat_whose_turn_it_is(tmp_path: Path) -> None:
+    group = -1006
+    async with bridge_world(tmp_path=tmp_path, **with_asker(tmp_path, allowed_chats=[group])) as world:
+        world.fake.add_chat(group, "supergroup", title="B")
+        await world.exchange(OWNER, OWNER, "hello", "echo: hello")
+        session = (await world.app.store.get_binding(f"telegram:{OWNER}")).acp_session_id
+        await world.send(OWNER, OWNER, "permission please")
+        question, buttons = await world.keyboard(OWNER, "Permission needed")
+        await world.exchange(group, STRANGER, f"/resume {session}", "busy with a turn in another conversation")
+        assert await world.pressed(OWNER, OWNER, buttons[1]["callback_data"], question) == "Answer recorded."
+        await world.reply_containing(OWNER, "permission: selected reject")
+
+        await world.exchange(group, STRANGER, f"/resume {session}", f"Resumed session {session}")
+        await world.send(OWNER, OWNER, "permission again")
+        question, buttons = await world.keyboard(OWNER, "Permission needed", timeout=5)
+        assert not [m for m in world.fake.bot_messages(group) if m.get("reply_markup")], "the question is asked where the turn is"
+        assert await world.pressed(OWNER, OWNER, buttons[1]["callback_data"], question) == "Answer recorded."
+        await world.reply_containing(OWNER, "permission: selected reject")
+        assert not any("selected allow" in text for text in world.texts(OWNER) + world.texts(group))
+
+
 async def test_cancel_settles_a_running_turn(tmp_path: Path) -> None:
     async with bridge_world(tmp_path=tmp_path) as world:
         await world.send(OWNER, OWNER, "something slow please")
