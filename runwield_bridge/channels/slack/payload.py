@@ -94,7 +94,9 @@ class UrlVerification(Payload):
     challenge: str
 
 
-class Request(Payload):
+class Typed(Payload):
+    """Every request Slack sends is an object with a ``type``."""
+
     type: str
 
 
@@ -133,7 +135,7 @@ def request_problem(body: str, content_type: str) -> str | None:
         data = json.loads(text)
     except ValueError as exc:
         return f"not JSON: {exc}"
-    if problem := misfit(Request, data):
+    if problem := misfit(Typed, data):
         return problem
     shape = SHAPES.get(data["type"])
     return misfit(shape, data) if shape else None
