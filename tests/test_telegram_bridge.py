@@ -77,6 +77,7 @@ async def test_a_webhook_body_that_is_not_an_update_gets_400_without_a_traceback
             "empty": b"",
             "not JSON": b"not json",
             "not UTF-8": b'{"update_id": 1, "x": "\xff"}',
+            "nested too deep for a JSON parser": b"[" * 100_000 + b"]" * 100_000,
             "a list": [message],
             "null": None,
             "a string": "update",

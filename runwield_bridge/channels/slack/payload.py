@@ -133,7 +133,7 @@ def request_problem(body: str, content_type: str) -> str | None:
         text = payloads[0]
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the JSON parser goes
         return f"not JSON: {exc}"
     if problem := misfit(Typed, data):
         return problem
