@@ -187,6 +187,21 @@ async def test_a_press_counts_only_in_the_conversation_that_owns_the_question_an
         assert not any("selected allow" in text for text in world.texts(OWNER) + world.texts(group))
 
 
+async def test_a_typed_answer_counts_only_in_the_topic_that_owns_the_question(tmp_path: Path) -> None:
+    group = -1007
+    async with bridge_world(tmp_path=tmp_path, **with_asker(tmp_path, allowed_chats=[group], require_mention=False)) as world:
+        world.fake.add_chat(group, "supergroup", title="B", is_forum=True)
+        await world.send(group, STRANGER, "a survey please", message_thread_id=77)
+        await world.reply_containing(group, "1/2. Your name")
+        await world.send(group, STRANGER, "Bob", message_thread_id=78)
+        await world.reply_containing(group, "echo: Bob")
+        await world.send(OWNER, OWNER, "Carol")
+        await world.reply_containing(OWNER, "echo: Carol")
+        assert not any("2/2. Age" in text for text in world.texts(group)), "neither answered the question in topic 77"
+        await world.send(group, STRANGER, "Ann", message_thread_id=77)
+        await world.reply_containing(group, "2/2. Age")
+
+
 async def test_a_session_resumed_in_another_chat_still_asks_the_chat_whose_turn_it_is(tmp_path: Path) -> None:
     group = -1006
     async with bridge_world(tmp_path=tmp_path, **with_asker(tmp_path, allowed_chats=[group])) as world:
