@@ -95,6 +95,7 @@ async def test_malformed_requests_get_4xx_without_a_traceback_and_reach_nothing(
             "empty": (b"", "application/json"),
             "not JSON": (b"not json", "application/json"),
             "not UTF-8": (b'{"type": "\xff"}', "application/json"),
+            "nested too deep for a JSON parser": (b"[" * 100_000 + b"]" * 100_000, "application/json"),
             "a list": (b"[1]", "application/json"),
             "null": (b"null", "application/json"),
             "an object without a type": (b"{}", "application/json"),

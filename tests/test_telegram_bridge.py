@@ -77,6 +77,7 @@ async def test_a_webhook_body_that_is_not_an_update_gets_400_without_a_traceback
             "empty": b"",
             "not JSON": b"not json",
             "not UTF-8": b'{"update_id": 1, "x": "\xff"}',
+            "nested too deep for a JSON parser": b"[" * 100_000 + b"]" * 100_000,
             "a list": [message],
             "null": None,
             "a string": "update",
@@ -183,6 +184,42 @@ async def test_a_press_counts_only_in_the_conversation_that_owns_the_question_an
         assert await world.pressed(OWNER, OWNER, allow, owner_question) == neutral, "a press after the question settled"
         assert await world.pressed(group, STRANGER, topic_buttons[1]["callback_data"], topic_question) == "Answer recorded."
         await world.reply_containing(group, "permission: selected reject")
+        assert not any("selected allow" in text for text in world.texts(OWNER) + world.texts(group))
+
+
+async def test_a_typed_answer_counts_only_in_the_topic_that_owns_the_question(tmp_path: Path) -> None:
+    group = -1007
+    async with bridge_world(tmp_path=tmp_path, **with_asker(tmp_path, allowed_chats=[group], require_mention=False)) as world:
+        world.fake.add_chat(group, "supergroup", title="B", is_forum=True)
+        await world.send(group, STRANGER, "a survey please", message_thread_id=77)
+        await world.reply_containing(group, "1/2. Your name")
+        await world.send(group, STRANGER, "Bob", message_thread_id=78)
+        await world.reply_containing(group, "echo: Bob")
+        await world.send(OWNER, OWNER, "Carol")
+        await world.reply_containing(OWNER, "echo: Carol")
+        assert not any("2/2. Age" in text for text in world.texts(group)), "neither answered the question in topic 77"
+        await world.send(group, STRANGER, "Ann", message_thread_id=77)
+        await world.reply_containing(group, "2/2. Age")
+
+
+async def test_a_session_resumed_in_another_chat_still_asks_the_chat_whose_turn_it_is(tmp_path: Path) -> None:
+    group = -1006
+    async with bridge_world(tmp_path=tmp_path, **with_asker(tmp_path, allowed_chats=[group])) as world:
+        world.fake.add_chat(group, "supergroup", title="B")
+        await world.exchange(OWNER, OWNER, "hello", "echo: hello")
+        session = (await world.app.store.get_binding(f"telegram:{OWNER}")).acp_session_id
+        await world.send(OWNER, OWNER, "permission please")
+        question, buttons = await world.keyboard(OWNER, "Permission needed")
+        await world.exchange(group, STRANGER, f"/resume {session}", "busy with a turn in another conversation")
+        assert await world.pressed(OWNER, OWNER, buttons[1]["callback_data"], question) == "Answer recorded."
+        await world.reply_containing(OWNER, "permission: selected reject")
+
+        await world.exchange(group, STRANGER, f"/resume {session}", f"Resumed session {session}")
+        await world.send(OWNER, OWNER, "permission again")
+        question, buttons = await world.keyboard(OWNER, "Permission needed", timeout=5)
+        assert not [m for m in world.fake.bot_messages(group) if m.get("reply_markup")], "the question is asked where the turn is"
+        assert await world.pressed(OWNER, OWNER, buttons[1]["callback_data"], question) == "Answer recorded."
+        await world.reply_containing(OWNER, "permission: selected reject")
         assert not any("selected allow" in text for text in world.texts(OWNER) + world.texts(group))
 
 

@@ -250,6 +250,7 @@ class Bridge:
         await self._connection(link)
         if state.session_id not in link.loaded:
             await self._load(state, link, state.session_id, state.cwd or _absolute(os.getcwd()), Replay())
+        self._claim(state, link.name, state.session_id)
         return link
 
     async def _load(self, state: ConversationState, link: AgentLink, session_id: str, cwd: str, replay: Replay) -> Replay:
@@ -261,7 +262,7 @@ class Bridge:
             )
         key = (link.name, session_id)
         previous = self._by_session.get(key)
-        self._by_session[key] = state
+        self._claim(state, link.name, session_id)
         state.replay = replay
         try:
             response = await conn.load_session(cwd=cwd, session_id=session_id, mcp_servers=[])
@@ -291,9 +292,22 @@ class Bridge:
         self._bind(state, agent, session_id, cwd)
 
     def _bind(self, state: ConversationState, agent: str, session_id: str, cwd: str | None) -> None:
-        if state.agent is not None and state.session_id is not None:
-            self._by_session.pop((state.agent, state.session_id), None)
+        if state.agent is not None and state.session_id is not None and self._by_session.get((state.agent, state.session_id)) is state:
+            del self._by_session[(state.agent, state.session_id)]
         state.agent, state.session_id, state.cwd = agent, session_id, cwd
+        holder = self._by_session.get((agent, session_id))
+        if holder is None or not holder.running:
+            self._by_session[(agent, session_id)] = state
+
+    def _claim(self, state: ConversationState, agent: str, session_id: str) -> None:
+        """Send the session's updates, permission requests and questions to this conversation (the one about to use it).
+
+        Two conversations can be bound to one session (``/resume``); what the session asks goes to the
+        one whose turn it is, never to another one, so a turn running elsewhere keeps the session.
+        """
+        holder = self._by_session.get((agent, session_id))
+        if holder is not None and holder is not state and holder.running:
+            raise BridgeError(f"Session {session_id} is busy with a turn in another conversation. Nothing was changed; try again once it is done.")
         self._by_session[(agent, session_id)] = state
 
     def _route(self, conversation: Conversation) -> BindingRoute | None:

@@ -86,7 +86,11 @@ class IncomingMessage:
 
 @dataclass(frozen=True, slots=True)
 class ButtonPress:
-    """A press on a button the Bridge sent; ``data`` is the button's ``data``."""
+    """A press on a button the Bridge sent; ``data`` is the button's ``data``, ``conversation`` where it was pressed.
+
+    The Bridge lets a press answer only a question asked in ``conversation``, so a channel takes it
+    from the platform (the chat and thread of the pressed message), never from ``data``.
+    """
 
     conversation: Conversation
     sender: Sender

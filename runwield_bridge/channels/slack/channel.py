@@ -26,9 +26,9 @@ from ..budget import Budgets
 from ..contract import Button, ButtonPress, Capabilities, ChannelContext, Conversation, CredentialsRejected, Inbox, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
 from ..dedupe import RecentKeys
 from ..streaming import StreamingReply
+from ..webhooks import refuse
 from .blocks import blocks
 from .events import conversation_of, from_a_person, images, mentions, sent_at, without_mention
-from ..webhooks import refuse
 from .markup import mrkdwn_weight, to_mrkdwn
 from .payload import UserInfo, request_problem, signed
 from .settings import SlackSettings

@@ -94,7 +94,9 @@ class UrlVerification(Payload):
     challenge: str
 
 
-class Request(Payload):
+class Typed(Payload):
+    """Every request Slack sends is an object with a ``type``."""
+
     type: str
 
 
@@ -131,9 +133,9 @@ def request_problem(body: str, content_type: str) -> str | None:
         text = payloads[0]
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the JSON parser goes
         return f"not JSON: {exc}"
-    if problem := misfit(Request, data):
+    if problem := misfit(Typed, data):
         return problem
     shape = SHAPES.get(data["type"])
     return misfit(shape, data) if shape else None

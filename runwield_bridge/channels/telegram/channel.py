@@ -127,7 +127,7 @@ class TelegramChannel:
             return web.Response(status=503, text="not ready")
         try:
             body = await request.json()
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the JSON parser goes
             return refuse(400, f"not JSON: {exc}", "the Telegram webhook")
         if problem := misfit(WebhookUpdate, body):
             return refuse(400, f"not an update: {problem}", "the Telegram webhook")
