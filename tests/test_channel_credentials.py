@@ -103,3 +103,16 @@ async def test_wld_doctor_names_a_rejected_token_a_missing_extra_a_taken_port_an
     assert lines["[channels.telegram]"].startswith("unknown") and "not checked" in lines["[channels.telegram]"]
     assert "3 problem(s) found" in done.stdout
     assert WRONG["discord"][1] not in done.stdout + done.stderr
+
+
+async def test_wld_bridge_exits_naming_the_key_once_when_its_only_channel_token_is_rejected(tmp_path: Path) -> None:
+    key, wrong, auth_call = WRONG["telegram"]
+    async with TelegramFake() as telegram:
+        section = telegram_section(telegram) | {key: wrong}
+        config = {"log_level": "INFO", "web": {"listen": "127.0.0.1:0"}, "channels": {"telegram": section}}
+        done = await run_wld("bridge", "--config", str(write_config(tmp_path / "wld.toml", config)))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("channels.telegram.token: Telegram rejected this credential") == 1, done.stderr
+    assert "every channel stopped on a configuration error" in done.stderr
+    assert wrong not in done.stderr + done.stdout
+    assert len(telegram.calls_to(auth_call)) == 1
