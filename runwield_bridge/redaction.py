@@ -11,8 +11,9 @@ from urllib.parse import quote
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 6  # shorter values would blank out ordinary words
 _SECRET_KEY = re.compile(r"(token|secret|key|password|passwd)$", re.IGNORECASE)
+_URL_PASSWORD = re.compile(r"(://[^/\s:@]*):([^/\s@]+)@")
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"(://[^/\s:@]*):[^/\s@]+@"), rf"\1:{REDACTED}@"),  # user:password@ in a URL
+    (_URL_PASSWORD, rf"\1:{REDACTED}@"),  # user:password@ in a URL
     (re.compile(r"(?<![0-9])\d{5,}:[A-Za-z0-9_-]{20,}"), REDACTED),  # a Telegram bot token (also inside .../bot<token>/...)
     (re.compile(r"\bx(?:ox[a-z]|app)-[A-Za-z0-9-]{8,}"), REDACTED),  # Slack bot, user and app-level tokens
     (re.compile(r"((?:/|%2F)review(?:/|%2F))[A-Za-z0-9_-]{16,}", re.IGNORECASE), rf"\1{REDACTED}"),  # a Plan review link's token
@@ -48,8 +49,8 @@ def secrets_in(config: Any, key: str = "") -> Iterable[str]:
     elif isinstance(config, str):
         if _SECRET_KEY.search(key):
             yield config
-        for match in re.finditer(r"://[^/\s:@]*:([^/\s@]+)@", config):
-            yield match.group(1)
+        for match in _URL_PASSWORD.finditer(config):
+            yield match.group(2)
 
 
 class RedactingFormatter(logging.Formatter):

@@ -18,10 +18,11 @@ from tests.fakes.telegram_api import TelegramFake
 from tests.platform_kit import discord_section, discord_urls_restored, events_url_ready, running_bridge, settled, slack_section
 from tests.wld_process import free_port, run_wld, write_config
 
-WRONG = {
-    "telegram": ("token", "111111:WRONG-telegram_abcdefghijklmnopq", "getMe"),
-    "discord": ("token", "WRONG-discord-token-0123456789", "get_me"),
-    "slack": ("bot_token", "xoxb-WRONG-slack-token", "auth.test"),
+WRONG = {  # case: (channel, key, a value the platform rejects, the call that checks it)
+    "telegram": ("telegram", "token", "111111:WRONG-telegram_abcdefghijklmnopq", "getMe"),
+    "discord": ("discord", "token", "WRONG-discord-token-0123456789", "get_me"),
+    "slack": ("slack", "bot_token", "xoxb-WRONG-slack-token", "auth.test"),
+    "slack socket mode": ("slack", "app_token", "xapp-WRONG-slack-app-token", "apps.connections.open"),
 }
 
 
@@ -32,16 +33,16 @@ async def stopped(supervisor: Any, timeout: float = 15.0) -> None:
         await asyncio.sleep(0.02)
 
 
-@pytest.mark.parametrize("platform", sorted(WRONG))
+@pytest.mark.parametrize("case", sorted(WRONG))
 async def test_a_rejected_token_stops_only_its_channel_once_naming_the_key_without_showing_it(
-    platform: str, caplog: pytest.LogCaptureFixture
+    case: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    key, wrong, auth_call = WRONG[platform]
+    platform, key, wrong, auth_call = WRONG[case]
     caplog.set_level(logging.INFO)
     async with TelegramFake() as telegram, DiscordFake(install=False) as discord, SlackFake() as slack:
         fakes = {"telegram": telegram, "discord": discord, "slack": slack}
         sections = {"telegram": telegram_section(telegram), "discord": discord_section(discord), "slack": slack_section(slack)}
-        sections[platform][key] = wrong
+        sections[platform] |= {key: wrong, "socket_mode": True} if key == "app_token" else {key: wrong}
         install({"channels": sections}, [caplog.handler])  # as `wld` does on its log handler
         with discord_urls_restored():
             async with running_bridge(sections) as (service, _):
@@ -90,7 +91,7 @@ async def test_wld_doctor_names_a_rejected_token_a_missing_extra_a_taken_port_an
     (site / "sitecustomize.py").write_text("import sys\nsys.modules['slack_bolt'] = None\n")
     async with TelegramFake() as telegram, DiscordFake(install=False) as discord, SlackFake() as slack:
         sections = channel_sections(telegram, discord, slack)
-        sections["discord"]["token"] = WRONG["discord"][1]
+        sections["discord"]["token"] = WRONG["discord"][2]
         sections["telegram"]["api_base_url"] = f"http://127.0.0.1:{free_port()}/bot"  # nothing listens there
         with socket.create_server(("127.0.0.1", 0)) as taken:
             config = {"web": {"listen": f"127.0.0.1:{taken.getsockname()[1]}"}, "channels": sections}
@@ -102,4 +103,17 @@ async def test_wld_doctor_names_a_rejected_token_a_missing_extra_a_taken_port_an
     assert lines["[web] listen"].startswith("problem") and "cannot listen on" in lines["[web] listen"]
     assert lines["[channels.telegram]"].startswith("unknown") and "not checked" in lines["[channels.telegram]"]
     assert "3 problem(s) found" in done.stdout
-    assert WRONG["discord"][1] not in done.stdout + done.stderr
+    assert WRONG["discord"][2] not in done.stdout + done.stderr
+
+
+async def test_wld_bridge_exits_naming_the_key_once_when_its_only_channel_token_is_rejected(tmp_path: Path) -> None:
+    _, key, wrong, auth_call = WRONG["telegram"]
+    async with TelegramFake() as telegram:
+        section = telegram_section(telegram) | {key: wrong}
+        config = {"log_level": "INFO", "web": {"listen": "127.0.0.1:0"}, "channels": {"telegram": section}}
+        done = await run_wld("bridge", "--config", str(write_config(tmp_path / "wld.toml", config)))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("channels.telegram.token: Telegram rejected this credential") == 1, done.stderr
+    assert "every channel stopped on a configuration error" in done.stderr
+    assert wrong not in done.stderr + done.stdout
+    assert len(telegram.calls_to(auth_call)) == 1

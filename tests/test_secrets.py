@@ -13,7 +13,7 @@ from acp_session import say, text_since, wld_session
 from test_acp_plans import review_link
 
 from runwield_bridge.redaction import REDACTED, RedactingFormatter, install, redact
-from tests.bridge_kit import OWNER, telegram_section
+from tests.bridge_kit import OWNER, bridge_world, telegram_section
 from tests.fakes.discord_api import DiscordFake
 from tests.fakes.openai_api import OpenAIFake
 from tests.fakes.slack_api import SlackFake
@@ -154,3 +154,13 @@ async def test_a_review_link_token_is_in_no_stored_byte_and_no_debug_log_and_a_r
         replayed = text_since(client, start, sid)
     assert token not in replayed
     assert "Review revision 1 of “Add a README”" in replayed and "/plan-review" in replayed, replayed
+
+
+async def test_the_webhook_secret_telegram_channel_makes_up_is_not_logged_at_debug(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    install({}, [caplog.handler])  # as `wld` does on its log handler
+    async with bridge_world("webhook", tmp_path=tmp_path, telegram={"webhook_secret": None}) as world:
+        [call] = world.fake.calls_to("setWebhook")
+        secret = call.params["secret_token"]
+    assert "setWebhook" in caplog.text, "the Bot API call was logged"
+    assert secret not in caplog.text

@@ -20,6 +20,7 @@ from .settings import parse_routes
 from .supervisor import Backoff, Supervisor
 
 NO_CHANNELS = "wld bridge: no channels configured; add a [channels.NAME] section (see docs/channels.md)"
+NO_CHANNEL_LEFT = "wld bridge: every channel stopped on a configuration error (logged above); fix it and start again"
 
 
 def agent_endpoints(settings: Settings, session_host: Any) -> dict[str, AgentEndpoint]:
@@ -84,6 +85,10 @@ class BridgeService:
             supervisor.start()
             self.supervisors.append(supervisor)
 
+    async def channels_stopped(self) -> None:
+        """Wait until no channel listener is left (each stopped on a configuration error, such as a rejected token)."""
+        await asyncio.gather(*(supervisor.finished() for supervisor in self.supervisors))
+
     async def stop(self) -> None:
         for supervisor in self.supervisors:
             await supervisor.stop()
@@ -108,7 +113,7 @@ async def run_bridge(
     web: WebServer | None = None,
     start_web: Callable[[], Awaitable[object]] | None = None,
 ) -> int:
-    """Run until SIGINT or SIGTERM."""
+    """Run until SIGINT or SIGTERM, or until every channel has stopped on a configuration error (then 2)."""
     if not settings.channels:
         print(NO_CHANNELS, file=sys.stderr)
         return 2
@@ -119,5 +124,11 @@ async def run_bridge(
         loop.add_signal_handler(sig, stop.set)
     async with service:
         print(f"wld bridge: running {', '.join(c.name for c in service.channels)}; Ctrl-C stops", file=sys.stderr)
-        await stop.wait()
+        waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(service.channels_stopped())]
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for wait in waits:
+            wait.cancel()
+        if not stop.is_set():
+            print(NO_CHANNEL_LEFT, file=sys.stderr)
+            return 2
     return 0

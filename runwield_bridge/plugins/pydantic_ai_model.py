@@ -19,7 +19,6 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 
 from ..config import ModelConfig
-from ..redaction import redact
 from ..core.models import (
     ChatMessage,
     ModelError,
@@ -143,8 +142,8 @@ def known_cost(response: pm.ModelResponse, price_by_name: bool) -> float:
 
 
 def describe_error(exc: Exception, base_url: str) -> str:
-    """A provider failure in words, naming the server (never its credentials)."""
-    where = redact(base_url.rstrip("/"))
+    """A provider failure in words, naming the server."""
+    where = base_url.rstrip("/")
     if isinstance(exc, ModelHTTPError):
         detail = _error_detail(exc.body)
         return f"{where} answered HTTP {exc.status_code}" + (f": {detail}" if detail else "")
@@ -154,7 +153,7 @@ def describe_error(exc: Exception, base_url: str) -> str:
     if isinstance(root, OSError):
         reason = os.strerror(root.errno).lower() if root.errno and root.errno > 0 else (root.strerror or str(root))
         return f"could not reach {where}: {reason}"
-    return f"{where}: {redact(str(exc))}"
+    return f"{where}: {exc}"
 
 
 def _error_detail(body: object) -> str:

@@ -8,9 +8,10 @@ typed in the thread (``@bot /cancel``, since Slack's composer claims a leading s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
 from typing import Any
 
 import aiohttp
@@ -68,13 +69,14 @@ class SlackChannel:
     # -- receiving -----------------------------------------------------------
 
     async def verify(self) -> None:
-        """Check the bot token with Slack (auth.test) and learn the bot's user id; CredentialsRejected if Slack refuses it."""
-        try:
+        """Check the bot token (auth.test, which also tells the bot's user id) and in Socket Mode the app token
+        (apps.connections.open, since slack-sdk's socket client retries a refused one forever); CredentialsRejected
+        if Slack refuses either."""
+        with _credential(f"channels.{self.name}.bot_token"):
             self._me = str((await self.client.auth_test())["user_id"])
-        except SlackApiError as exc:
-            if exc.response.get("error") not in REJECTED_AUTH:
-                raise
-            raise CredentialsRejected(f"channels.{self.name}.bot_token", "Slack") from None
+        if self.settings.socket_mode:
+            with _credential(f"channels.{self.name}.app_token"):
+                await self.client.apps_connections_open(app_token=self.settings.app_token or "")
 
     async def run(self, inbox: Inbox) -> None:
         await self.verify()
@@ -193,6 +195,17 @@ def _first_line(exc: Exception) -> str:
     """An error in one short line (Slack's errors go on with the whole response body)."""
     lines = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {lines[0][:200] if lines else ''}"
+
+
+@contextlib.contextmanager
+def _credential(key: str) -> Iterator[None]:
+    """Slack's refusal of the token at ``key`` as CredentialsRejected; other API errors pass through."""
+    try:
+        yield
+    except SlackApiError as exc:
+        if exc.response.get("error") not in REJECTED_AUTH:
+            raise
+        raise CredentialsRejected(key, "Slack") from None
 
 
 async def _rate_limited(call: Awaitable[Any]) -> Any:

@@ -28,6 +28,7 @@ from telegram.ext import Updater
 from telegram.request import HTTPXRequest
 from telegram.warnings import PTBDeprecationWarning
 
+from ...redaction import keep_secret
 from ..background import Background
 from ..budget import Budgets
 from ..chunker import utf16_weight
@@ -76,6 +77,7 @@ class TelegramChannel:
         self._inbox: Inbox | None = None
         self._me: BotIdentity | None = None
         self._secret = settings.webhook_secret or secrets.token_urlsafe(32)
+        keep_secret(self._secret)  # PTB logs setWebhook's parameters at DEBUG
         if settings.mode == "webhook":
             self.web.add_route("POST", settings.webhook_path, self._webhook)
 
