@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from acp import RequestError, image_block, text_block
-from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
+from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallProgress, ToolCallUpdate
 
 from ..acp.client import AgentEndpoint
 from ..config import ConfigError
@@ -233,7 +233,7 @@ class Bridge:
         except RequestError as exc:
             raise BridgeError(f"The model was not changed: {describe_error(exc)}") from None
         state.model_option = _model_option(response.config_options) or state.model_option
-        return f"Model: {state.model}"
+        return f"Model: {_model_name(state.model_option)}"
 
     async def _ready_session(self, state: ConversationState) -> AgentLink:
         """The link of the conversation's session, opening (new) or reopening (load) it as needed."""
@@ -365,6 +365,8 @@ class Bridge:
         state = self._by_session.get((agent, session_id))
         if state is None:
             return CANCELLED
+        if state.view is not None:  # the request may be the only place the tool's title is given
+            state.view.update(ToolCallProgress(**tool_call.model_dump(), session_update="tool_call_update"))
         return await ask_permission(self.interactions, state.channel, state.conversation, tool_call, options)
 
     async def on_elicitation(self, agent: str, session_id: str | None, params: Any) -> dict[str, Any]:
@@ -416,7 +418,7 @@ class Bridge:
             [
                 f"Agent: {name} ({link.status if link else 'not configured'})",
                 f"Session: {state.session_id or 'none yet (your first message starts one)'}",
-                f"Model: {state.model or 'unknown'}",
+                f"Model: {_model_name(state.model_option) or 'unknown'}",
                 f"State: {activity}",
             ]
         )
@@ -453,6 +455,13 @@ def _model_choices(option: Any) -> tuple[ModelChoice, ...]:
     """A select option's values, groups flattened."""
     flat = [choice for entry in option.options for choice in getattr(entry, "options", None) or (entry,)]
     return tuple(ModelChoice(c.value, c.name, c.description or "") for c in flat)
+
+
+def _model_name(option: Any) -> str | None:
+    """The current model as people read it: its choice's name, not the agent's internal value."""
+    if option is None:
+        return None
+    return next((c.name for c in _model_choices(option) if c.value == option.current_value), option.current_value)
 
 
 def _absolute(path: str) -> str:
