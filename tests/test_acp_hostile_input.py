@@ -138,3 +138,10 @@ async def test_authenticate_is_invalid_params_since_no_method_is_advertised(wire
     answer = await client.request("authenticate", {"methodId": "agent-login"})
     assert advertised == [] and answer["error"]["code"] == -32602
     assert answer["error"]["data"]["methodId"] == "agent-login" and "no authentication" in answer["error"]["data"]["details"]
+
+
+async def test_deep_json_quoted_as_sender_metadata_is_no_internal_error(wire) -> None:
+    client, sid = wire
+    deep = "<sender_context>" + DEEP.decode() + "</sender_context>"
+    answer = await client.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": deep}, {"type": "text", "text": "hi"}]})
+    assert answer.get("result") == {"stopReason": "end_turn"}, answer

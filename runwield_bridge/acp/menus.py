@@ -10,13 +10,13 @@ and attachments answer nothing. Whatever answers nothing leaves the question wai
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.commands import parse_invocation
 from ..core.interactions import Choice, Outcome, Question
+from .transport import ParseError, parse_json
 
 SENDER_OPEN, SENDER_CLOSE = "<sender_context>", "</sender_context>"
 SENDER_SCHEMA = "openab.sender.v1"
@@ -79,8 +79,8 @@ def is_sender_context(text: str) -> bool:
     if not (text.startswith(SENDER_OPEN) and text.endswith(SENDER_CLOSE)):
         return False
     try:
-        data = json.loads(text[len(SENDER_OPEN) : -len(SENDER_CLOSE)])
-    except ValueError:
+        data = parse_json(text[len(SENDER_OPEN) : -len(SENDER_CLOSE)])
+    except ParseError:
         return False
     return isinstance(data, dict) and data.get("schema") == SENDER_SCHEMA and isinstance(data.get("sender_id"), str)
 
