@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_wire import WireClient
+from acp_wire import WireClient, schema_path
 from test_acp_server import INIT, WLD, text_prompt
+
+from runwield_bridge.acp.validation import OFFICIAL_SCHEMA
 
 DEEP = b"[" * 1000 + b"]" * 1000
 
@@ -145,3 +147,8 @@ async def test_deep_json_quoted_as_sender_metadata_is_no_internal_error(wire) ->
     deep = "<sender_context>" + DEEP.decode() + "</sender_context>"
     answer = await client.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": deep}, {"type": "text", "text": "hi"}]})
     assert answer.get("result") == {"stopReason": "end_turn"}, answer
+
+
+def test_the_server_checks_params_against_the_schema_the_tests_use() -> None:
+    """The official schema shipped in the package is the very file every wire test validates with."""
+    assert OFFICIAL_SCHEMA.read_bytes() == schema_path().read_bytes()
