@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from acp import RequestError, image_block, text_block
-from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallProgress, ToolCallUpdate
+from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
 from ..acp.client import AgentEndpoint
 from ..config import ConfigError
@@ -365,8 +365,6 @@ class Bridge:
         state = self._by_session.get((agent, session_id))
         if state is None:
             return CANCELLED
-        if state.view is not None:  # the request may be the only place the tool's title is given
-            state.view.update(ToolCallProgress(**tool_call.model_dump(), session_update="tool_call_update"))
         return await ask_permission(self.interactions, state.channel, state.conversation, tool_call, options)
 
     async def on_elicitation(self, agent: str, session_id: str | None, params: Any) -> dict[str, Any]:
