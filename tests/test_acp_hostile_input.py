@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_wire import WireClient
+from acp_wire import WireClient, schema_path
 from test_acp_server import INIT, WLD, text_prompt
+
+from runwield_bridge.acp.validation import OFFICIAL_SCHEMA
 
 DEEP = b"[" * 1000 + b"]" * 1000
 
@@ -138,3 +140,15 @@ async def test_authenticate_is_invalid_params_since_no_method_is_advertised(wire
     answer = await client.request("authenticate", {"methodId": "agent-login"})
     assert advertised == [] and answer["error"]["code"] == -32602
     assert answer["error"]["data"]["methodId"] == "agent-login" and "no authentication" in answer["error"]["data"]["details"]
+
+
+async def test_deep_json_quoted_as_sender_metadata_is_no_internal_error(wire) -> None:
+    client, sid = wire
+    deep = "<sender_context>" + DEEP.decode() + "</sender_context>"
+    answer = await client.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": deep}, {"type": "text", "text": "hi"}]})
+    assert answer.get("result") == {"stopReason": "end_turn"}, answer
+
+
+def test_the_server_checks_params_against_the_schema_the_tests_use() -> None:
+    """The official schema shipped in the package is the very file every wire test validates with."""
+    assert OFFICIAL_SCHEMA.read_bytes() == schema_path().read_bytes()

@@ -23,3 +23,12 @@ def test_a_finished_tool_call_is_named_by_its_title_not_its_id() -> None:
         "  ⚙ read_file nope …",
         "  ❌ read_file nope",
     ]
+
+
+def test_a_tool_named_only_by_an_update_keeps_that_title() -> None:
+    """The bridge passes a permission request's tool on as an update; its completion is then named by that title."""
+    out = io.StringIO()
+    reply = ConsoleReply(Terminal(out))
+    reply.update(ToolCallProgress(session_update="tool_call_update", tool_call_id="call-16", title="Write notes.txt", kind="edit"))
+    reply.update(ToolCallProgress(session_update="tool_call_update", tool_call_id="call-16", status="completed"))
+    assert out.getvalue().splitlines() == ["  ✅ Write notes.txt"]

@@ -134,10 +134,10 @@ async def test_models_is_a_select_menu_of_the_agents_models_or_else_its_own_mode
         assert "scripted-fast" in values and select["custom_id"] == MODEL_SELECT
         [message] = [m for m in world.fake.bot_messages(thread) if m.get("components")]
         choice = await world.fake.inject_component_click(MODEL_SELECT, message_id=int(message["id"]), component_type=3, values=["scripted-fast"])
-        await world.fake.wait_until(lambda: "Model: scripted-fast" in world.fake.messages[int(message["id"])]["content"])
+        await world.fake.wait_until(lambda: "Model: Scripted (fast)" in world.fake.messages[int(message["id"])]["content"])
         assert choice.responses[0]["type"] == 6
         await world.slash("status", thread)
-        await world.reply_containing(thread, "Model: scripted-fast")
+        await world.reply_containing(thread, "Model: Scripted (fast)")
 
         await world.slash("new", thread, agent="asker")
         await world.reply_containing(thread, "on asker")

@@ -267,7 +267,26 @@ async def test_an_unknown_session_is_told_plainly_and_nothing_new_is_started(tmp
         assert "no new session was started" in told["text"]
         assert (await world.app.store.get_binding(f"telegram:{OWNER}")).acp_session_id == binding.acp_session_id
         status = await world.exchange(OWNER, OWNER, "/status", f"Session: {binding.acp_session_id}")
-        assert "Agent: runwield (connected)" in status["text"] and "Model: scripted" in status["text"]
+        assert "Agent: runwield (connected)" in status["text"] and "Model: Scripted\n" in status["text"]
+
+
+async def test_status_names_the_model_as_its_menu_does_not_by_its_internal_value(tmp_path: Path) -> None:
+    async with bridge_world(tmp_path=tmp_path) as world:
+        await world.exchange(OWNER, OWNER, "/model scripted-fast", "Model: scripted-fast.")
+        status = await world.exchange(OWNER, OWNER, "/status", "Agent: runwield")
+        assert "Model: Scripted (fast)" in status["text"] and "scripted-fast" not in status["text"]
+
+
+async def test_a_tool_named_only_in_its_permission_request_keeps_that_title_and_one_ellipsis(tmp_path: Path) -> None:
+    async with bridge_world(tmp_path=tmp_path, **with_asker(tmp_path)) as world:
+        await world.send(OWNER, OWNER, "permission please")
+        message_id, buttons = await world.keyboard(OWNER, "Permission needed: Write notes.txt")
+        await world.fake.wait_until(lambda: "⚙️ Write notes.txt …" in world.texts(OWNER))
+        await world.press(OWNER, OWNER, buttons[0]["callback_data"], message_id)
+        final = await world.reply_containing(OWNER, "permission: selected allow")
+        assert final["text"] == "✅ Write notes.txt\npermission: selected allow"
+        shown = [call["text"] for call in world.fake.calls_to("sendMessage") + world.fake.calls_to("editMessageText")]
+        assert not any(text.endswith("… …") for text in shown), "a running tool's line ends in one ellipsis"
 
 
 async def test_new_and_resume_move_a_conversation_between_sessions_and_agents(tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ question waiting.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ from ..core.commands import parse_invocation
 from ..core.interactions import Choice, Outcome, Question
 from . import other_choice
 from .other_choice import OTHER_LABEL, NotAnAnswer, match_option, read_choice
+from .transport import ParseError, parse_json
 
 SENDER_OPEN, SENDER_CLOSE = "<sender_context>", "</sender_context>"
 SENDER_SCHEMA = "openab.sender.v1"
@@ -82,8 +82,8 @@ def is_sender_context(text: str) -> bool:
     if not (text.startswith(SENDER_OPEN) and text.endswith(SENDER_CLOSE)):
         return False
     try:
-        data = json.loads(text[len(SENDER_OPEN) : -len(SENDER_CLOSE)])
-    except ValueError:
+        data = parse_json(text[len(SENDER_OPEN) : -len(SENDER_CLOSE)])
+    except ParseError:
         return False
     return isinstance(data, dict) and data.get("schema") == SENDER_SCHEMA and isinstance(data.get("sender_id"), str)
 

@@ -27,10 +27,10 @@ def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
-def parse_message(line: bytes) -> Any:
-    """One line as a JSON value: finite numbers only, nested at most MAX_DEPTH deep (ParseError otherwise)."""
+def parse_json(text: str | bytes) -> Any:
+    """A JSON value from a client: finite numbers only, nested at most MAX_DEPTH deep (ParseError otherwise)."""
     try:
-        value = json.loads(line, parse_constant=_no_constant, parse_float=_finite)
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except RecursionError:
         raise ParseError(f"the JSON is nested more than {MAX_DEPTH} levels deep") from None
     except ValueError as exc:
@@ -149,7 +149,7 @@ class CheckedNdjsonTransport(NdjsonTransport):
             if not line:
                 continue
             try:
-                message = parse_message(line)
+                message = parse_json(line)
             except ParseError as exc:
                 await self.send(_error(None, -32700, f"Parse error: {exc}"))
                 continue

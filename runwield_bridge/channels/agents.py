@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from acp import PROTOCOL_VERSION
 from acp.client.connection import ClientSideConnection
-from acp.schema import Implementation, InitializeResponse, PermissionOption, RequestPermissionResponse, ToolCallUpdate
+from acp.schema import Implementation, InitializeResponse, PermissionOption, RequestPermissionResponse, ToolCallProgress, ToolCallUpdate
 
 from ..acp.client import CLIENT_CAPABILITIES, AgentEndpoint, SessionOfRequest, route_elicitations
 from .supervisor import Backoff, Supervisor
@@ -47,6 +47,8 @@ class LinkClient:
         self.link.sink.on_update(self.link.name, session_id, update)
 
     async def request_permission(self, options: list[PermissionOption], session_id: str, tool_call: ToolCallUpdate, **_: Any) -> RequestPermissionResponse:
+        # the request may be the only place the agent names the tool: it reaches the reply as an update too
+        self.link.sink.on_update(self.link.name, session_id, ToolCallProgress(**tool_call.model_dump(), session_update="tool_call_update"))
         return await self.link.sink.on_permission(self.link.name, session_id, tool_call, options)
 
     async def complete_elicitation(self, elicitation_id: str, **_: Any) -> None:

@@ -237,7 +237,7 @@ class Bridge:
         except RequestError as exc:
             raise BridgeError(f"The model was not changed: {describe_error(exc)}") from None
         state.model_option = _model_option(response.config_options) or state.model_option
-        return f"Model: {state.model}"
+        return f"Model: {_model_name(state.model_option)}"
 
     async def _ready_session(self, state: ConversationState) -> AgentLink:
         """The link of the conversation's session, opening (new) or reopening (load) it as needed."""
@@ -434,7 +434,7 @@ class Bridge:
             [
                 f"Agent: {name} ({link.status if link else 'not configured'})",
                 f"Session: {state.session_id or 'none yet (your first message starts one)'}",
-                f"Model: {state.model or 'unknown'}",
+                f"Model: {_model_name(state.model_option) or 'unknown'}",
                 f"State: {activity}",
             ]
         )
@@ -471,6 +471,13 @@ def _model_choices(option: Any) -> tuple[ModelChoice, ...]:
     """A select option's values, groups flattened."""
     flat = [choice for entry in option.options for choice in getattr(entry, "options", None) or (entry,)]
     return tuple(ModelChoice(c.value, c.name, c.description or "") for c in flat)
+
+
+def _model_name(option: Any) -> str | None:
+    """The current model as people read it: its choice's name, not the agent's internal value."""
+    if option is None:
+        return None
+    return next((c.name for c in _model_choices(option) if c.value == option.current_value), option.current_value)
 
 
 def _absolute(path: str) -> str:

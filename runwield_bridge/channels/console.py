@@ -81,6 +81,8 @@ class ConsoleReply:
 
     def update(self, update: Any) -> None:
         term = self.terminal
+        if isinstance(update, ToolCallProgress) and update.title:  # a tool named only in its permission request
+            self.tool_titles[update.tool_call_id] = update.title
         if isinstance(update, UserMessageChunk):
             term.newline()
             term.write(f"you> {getattr(update.content, 'text', '')}\n")

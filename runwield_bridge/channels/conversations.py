@@ -65,10 +65,6 @@ class ConversationState:
     menu: tuple[MenuCommand, ...] = ()
 
     @property
-    def model(self) -> str | None:
-        return self.model_option.current_value if self.model_option is not None else None
-
-    @property
     def running(self) -> bool:
         """Whether the agent is working on a prompt (the reply may still be rendering after it is done)."""
         return self.prompting

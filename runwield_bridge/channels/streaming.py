@@ -80,7 +80,7 @@ class ReplyDocument:
             if out and not out[-1].endswith("\n"):
                 out.append("\n")
             mark = TOOL_MARK.get(part.status)
-            out.append(f"{mark} {part.title}\n" if mark else f"⚙️ {part.title} …\n")
+            out.append(f"{mark} {part.title}\n" if mark else f"⚙️ {part.title}{CURSOR}\n")
         body = "".join(out).strip()
         return f"{body}\n\n{self.footer}".strip() if self.footer else body
 
@@ -159,7 +159,8 @@ class StreamingReply:
         if not text:
             return []
         capabilities = self.channel.capabilities
-        pieces = split_message(text if self._final else text + CURSOR, capabilities.max_message_length, capabilities.weight)
+        streaming = not self._final and not text.endswith(CURSOR)  # a running tool's line already ends in the cursor
+        pieces = split_message(text + CURSOR if streaming else text, capabilities.max_message_length, capabilities.weight)
         buttons: tuple[Button, ...] = ()
         if self._final and capabilities.url_buttons:
             buttons = tuple(Button(title, url=url) for url, title in self.document.links)

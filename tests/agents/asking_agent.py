@@ -1,7 +1,8 @@
 """A small ACP agent (official Python SDK) for the Bridge's tests, run as ``[agents.NAME] command``.
 
 What a prompt contains decides what it does:
-  "permission"  asks session/request_permission, then says the outcome
+  "permission"  asks session/request_permission for a tool it names only there, settles that tool
+                (by id alone: completed if allowed, else failed), then says the outcome
   "choose"      asks a single-choice form (three options), then says the answer
   "survey"      asks a two-field form (text and integer), then says the answers
   "drink"       asks a single choice with Other and an optional text field for it, then says the answers
@@ -26,7 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from acp import PROTOCOL_VERSION, RequestError, run_agent, text_block, update_agent_message, update_user_message
+from acp import PROTOCOL_VERSION, RequestError, run_agent, text_block, update_agent_message, update_tool_call, update_user_message
 from acp.schema import (
     AgentCapabilities,
     AvailableCommand,
@@ -158,6 +159,8 @@ class AskingAgent:
         tool = ToolCallUpdate(tool_call_id="call-1", title="Write notes.txt", kind="edit")
         response = await self.conn.request_permission(options=options, session_id=session_id, tool_call=tool)
         outcome = response.outcome
+        allowed = getattr(outcome, "option_id", None) == "allow"
+        await self.conn.session_update(session_id, update_tool_call("call-1", status="completed" if allowed else "failed"))
         return f"permission: {outcome.outcome} {getattr(outcome, 'option_id', '')}".strip()
 
     async def elicit(self, session_id: str, message: str, properties: dict[str, Any], required: list[str]) -> str:
