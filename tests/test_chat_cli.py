@@ -10,7 +10,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -21,12 +21,14 @@ WLD = str(Path(sys.executable).parent / "wld")
 
 
 @pytest.fixture(autouse=True)
-def no_chat_left_running() -> Iterator[None]:
+async def no_chat_left_running() -> AsyncIterator[None]:
     """A chat a failed test left running is killed with its process group."""
     yield
     for chat in Chat.started:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(chat.proc.pid, signal.SIGKILL)
+        if chat.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(chat.proc.pid, signal.SIGKILL)
+            await chat.proc.wait()
     Chat.started.clear()
 
 
@@ -159,6 +161,7 @@ async def test_answers_piped_after_a_menu_answer_it(tmp_path: Path) -> None:
     chat.proc.stdin.write(b"please choose\n2\n")
     chat.proc.stdin.close()
     await chat.expect(r'form: accept \{"colour": "green"\}')
+    assert await chat.exit_code() == 0, chat.output
     assert [call["texts"] for call in agent_calls(tmp_path, "session/prompt")] == [["please choose"]], "the answer went to the menu"
 
 
