@@ -138,7 +138,7 @@ class ConsoleChannel:
         else:
             session_id = await inbox.new_session(CONVERSATION)
         self.terminal.newline()
-        self.terminal.write(f"Session {session_id} · Ctrl-C cancels a turn · /quit, Ctrl-D or Ctrl-C at the prompt leaves\n")
+        self.terminal.write(f"Session {session_id} · Ctrl-C cancels a turn · /quit or Ctrl-D leaves\n")
         lines: asyncio.Queue[str | None] = asyncio.Queue()
         _start_line_reader(asyncio.get_running_loop(), lines)
         chat = _Chat(inbox, lines, self.background)
