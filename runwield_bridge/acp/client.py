@@ -115,9 +115,8 @@ class CommandAgent:
 
 @contextlib.asynccontextmanager
 async def agent_process(command: str, args: list[str], env: dict[str, str], cwd: str | None) -> AsyncIterator[asyncio.subprocess.Process]:
-    """The agent on pipes, in a session of its own, so the terminal's Ctrl-C (sent to the whole foreground
-    process group) reaches wld, which cancels the turn, and not the agent. On leaving: end of input, then
-    SIGTERM, then SIGKILL, with a grace period before each."""
+    """The agent on pipes, in a session of its own: a terminal's Ctrl-C goes to its foreground process
+    group, and must reach wld (which cancels the turn), not the agent."""
     process = await asyncio.create_subprocess_exec(
         command,
         *args,
@@ -136,6 +135,7 @@ async def agent_process(command: str, args: list[str], env: dict[str, str], cwd:
 
 
 async def _stop(process: asyncio.subprocess.Process) -> None:
+    """End of input; then SIGTERM, then SIGKILL, each when the agent has not exited ``AGENT_EXIT_GRACE`` seconds later."""
     assert process.stdin is not None
     with contextlib.suppress(OSError, RuntimeError):
         process.stdin.close()
