@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from pathlib import Path
 
 from sqlalchemy import text
 
-from runwield_bridge.channels.dedupe import KEEP_SECONDS, Deliveries, Delivery
+from runwield_bridge.acp.client import InProcessAgent
+from runwield_bridge.app import App
+from runwield_bridge.channels.bindings import MemoryBindings
+from runwield_bridge.channels.bridge import BUILTIN_AGENT, Bridge
+from runwield_bridge.channels.contract import Conversation, IncomingMessage, Sender
+from runwield_bridge.channels.dedupe import KEEP_SECONDS, ClaimRecord, Deliveries, Delivery, MemoryUpdateLog
 from runwield_bridge.channels.inbox import INTERRUPTED
+from runwield_bridge.config import Settings
 from runwield_bridge.core.store import Store
-from tests.bridge_kit import OWNER, agent_calls, asking_agent, bridge_world
+from tests.bridge_kit import OWNER, RecordingChannel, agent_calls, asking_agent, bridge_world
 from tests.fakes.base import http_post
 from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import TelegramFake
@@ -102,3 +110,41 @@ async def test_claims_are_per_channel_survive_a_restart_and_are_pruned_after_day
         assert await Deliveries(store).claim("telegram", "1") is Delivery.FIRST, "a new run prunes claims older than KEEP_SECONDS"
     finally:
         await store.close()
+
+
+
+class SlowFirstClaim(MemoryUpdateLog):
+    """An update log that answers the first claim late (a busy database), unless a second claim overtakes it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.overtaken = asyncio.Event()
+
+    async def claim_update(self, channel: str, update_id: str, owner: str) -> ClaimRecord | None:
+        if update_id == "1":
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.overtaken.wait(), 0.5)
+        else:
+            self.overtaken.set()
+        return await super().claim_update(channel, update_id, owner)
+
+
+async def test_updates_reach_the_bridge_in_the_order_they_came_even_when_their_claims_do_not_finish_in_order() -> None:
+    app = await App.start(Settings())
+    channel = RecordingChannel()
+    bridge = Bridge({BUILTIN_AGENT: InProcessAgent(app.host)}, MemoryBindings(), updates=SlowFirstClaim())
+    inbox = bridge.add_channel(channel)
+    here, me = Conversation("memory", "1"), Sender("me", "me")
+
+    async def arrive(n: int) -> None:
+        async with inbox.first_delivery(str(n), here, me) as first:
+            if first:
+                await inbox.receive_message(IncomingMessage(here, me, f"slow message {n}"))
+
+    try:
+        await asyncio.gather(arrive(1), arrive(2))
+        await channel.wait_for("still working")
+        assert "You said: slow message 1" in await channel.wait_for("You said: slow message"), "the first to arrive was the prompt"
+    finally:
+        await bridge.close()
+        await app.close()
