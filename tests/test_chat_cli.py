@@ -1,30 +1,76 @@
-"""`wld chat` as a person uses it: streamed replies, Ctrl-C cancels the turn, --session continues."""
+"""`wld chat` and `wld bridge` with a console channel as a person uses them: streamed replies, Ctrl-C
+cancels the turn (and leaves at the prompt), --session continues, questions take the lines typed next."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import os
 import re
 import signal
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
+
+import pytest
+
+from tests.bridge_kit import agent_calls, asking_agent
 
 WLD = str(Path(sys.executable).parent / "wld")
 
 
+@pytest.fixture(autouse=True)
+async def no_chat_left_running() -> AsyncIterator[None]:
+    """A chat a failed test left running is killed with its process group."""
+    yield
+    for chat in Chat.started:
+        if chat.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(chat.proc.pid, signal.SIGKILL)
+            await chat.proc.wait()
+    Chat.started.clear()
+
+
 class Chat:
-    """A `wld chat` process driven through its stdin and stdout."""
+    """A `wld chat` (or `wld bridge`) process driven through its stdin and stdout, in a process group of its own."""
+
+    started: list[Chat] = []
 
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self.proc = proc
         self.output = ""
+        Chat.started.append(self)
 
     @classmethod
-    async def start(cls, *args: str, cwd: Path) -> Chat:
+    async def start(cls, *args: str, cwd: Path, command: str = "chat") -> Chat:
         proc = await asyncio.create_subprocess_exec(
-            WLD, "chat", *args, cwd=cwd,
+            WLD, command, *args, cwd=cwd, start_new_session=True,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         )
         return cls(proc)
+
+    @classmethod
+    async def bridge(cls, tmp_path: Path) -> Chat:
+        """`wld bridge` whose only channel is the console, talking to the SDK test agent (an external process)."""
+        config = tmp_path / "wld.toml"
+        agent = asking_agent(tmp_path)
+        config.write_text(
+            '[web]\nlisten = "127.0.0.1:0"\n[channels.console]\nagent = "asker"\n'
+            f"[agents.asker]\ncommand = {json.dumps(agent['command'])}\nenv = {{ AGENT_LOG = {json.dumps(agent['env']['AGENT_LOG'])}, "
+            f"AGENT_STATE = {json.dumps(agent['env']['AGENT_STATE'])} }}\n"
+        )
+        return await cls.start("--config", str(config), cwd=tmp_path, command="bridge")
+
+    def ctrl_c(self) -> None:
+        """What a terminal does on Ctrl-C: SIGINT to every process of the foreground process group."""
+        os.killpg(self.proc.pid, signal.SIGINT)
+
+    async def exit_code(self, timeout: float = 15) -> int:
+        """The exit code once the process ends by itself (within ``timeout``), its remaining output read."""
+        rest = await asyncio.wait_for(self.proc.stdout.read(), timeout)
+        self.output += rest.decode()
+        return await asyncio.wait_for(self.proc.wait(), timeout)
 
     async def send(self, line: str) -> None:
         self.proc.stdin.write(line.encode() + b"\n")
@@ -42,9 +88,7 @@ class Chat:
 
     async def finish(self) -> int:
         await self.send("/quit")
-        rest = await asyncio.wait_for(self.proc.stdout.read(), 15)
-        self.output += rest.decode()
-        return await self.proc.wait()
+        return await self.exit_code()
 
 
 async def test_chat_streams_and_ctrl_c_cancels_only_the_turn(tmp_path: Path) -> None:
@@ -76,3 +120,62 @@ async def test_chat_with_an_unknown_session_says_so(tmp_path: Path) -> None:
     assert "ses_missing" in output and "not found" in output
     assert "/new" not in output and "/resume" not in output, "no chat commands to a shell that has already left"
     assert "wld sessions" in output, "says where the saved Sessions are listed"
+
+
+async def test_a_typed_cancel_stops_the_streaming_turn(tmp_path: Path) -> None:
+    chat = await Chat.start(cwd=tmp_path)
+    await chat.send("a slow answer please")
+    await chat.expect(r"You said: a slow")
+    await chat.send("/cancel")
+    await chat.expect(r"\[cancelled\]\nyou> ")
+    assert " 15" not in chat.output, "the turn stopped before it finished streaming"
+    assert await chat.finish() == 0
+
+
+async def test_ctrl_c_at_the_prompt_after_a_turn_leaves_cleanly(tmp_path: Path) -> None:
+    chat = await Chat.start(cwd=tmp_path)
+    await chat.send("hello chat")
+    await chat.expect(r"You said: hello chat[^\n]*\n[^\n]*tokens[^\n]*\]\nyou> ")
+    chat.ctrl_c()
+    assert await chat.exit_code() == 0, chat.output
+    assert "Traceback" not in chat.output and "KeyboardInterrupt" not in chat.output
+
+
+async def test_ctrl_c_cancels_an_external_agents_turn_and_leaves_the_agent_running(tmp_path: Path) -> None:
+    chat = await Chat.bridge(tmp_path)
+    await chat.send("something slow please")
+    await chat.expect(r"0 1 2 ")
+    [started] = agent_calls(tmp_path, "initialize")
+    chat.ctrl_c()
+    await chat.expect(r"\[cancelled\]\nyou> ")
+    os.kill(started["pid"], 0)  # raises if the agent died
+    await chat.send("are you there")
+    await chat.expect(r"echo: are you there")
+    assert len(agent_calls(tmp_path, "initialize")) == 1, "the same agent process answered"
+    assert await chat.finish() == 0, chat.output
+
+
+async def test_answers_piped_after_a_menu_answer_it(tmp_path: Path) -> None:
+    chat = await Chat.bridge(tmp_path)
+    chat.proc.stdin.write(b"please choose\n2\n")
+    chat.proc.stdin.close()
+    await chat.expect(r'form: accept \{"colour": "green"\}')
+    assert await chat.exit_code() == 0, chat.output
+    assert [call["texts"] for call in agent_calls(tmp_path, "session/prompt")] == [["please choose"]], "the answer went to the menu"
+
+
+async def test_end_of_input_stops_a_bridge_whose_only_channel_is_the_terminal(tmp_path: Path) -> None:
+    chat = await Chat.bridge(tmp_path)
+    await chat.expect(r"Ctrl-C cancels a turn")
+    chat.proc.stdin.close()
+    assert await chat.exit_code() == 0, chat.output
+
+
+async def test_quit_inside_a_menu_leaves_without_answering_it(tmp_path: Path) -> None:
+    chat = await Chat.bridge(tmp_path)
+    await chat.send("please choose")
+    await chat.expect(r"Pick a colour")
+    await chat.send("/quit")
+    assert await chat.exit_code() == 0, chat.output
+    assert "form: accept" not in chat.output and "Please reply with a number" not in chat.output, chat.output
+    assert len(agent_calls(tmp_path, "session/cancel")) == 1, "the turn was cancelled, its question with it"

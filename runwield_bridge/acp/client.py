@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
-from acp import connect_to_agent, spawn_agent_process
+from acp import connect_to_agent
 from acp.client.connection import ClientSideConnection
 from acp.connection import StreamDirection, StreamEvent
 from acp.meta import CLIENT_METHODS
@@ -26,6 +26,7 @@ from acp.schema import (
     ElicitationFormCapabilities,
     ElicitationUrlCapabilities,
 )
+from acp.transports import default_environment
 
 from ..config import AgentConfig
 from ..core.sessions import SessionHost
@@ -38,6 +39,8 @@ CLIENT_CAPABILITIES = ClientCapabilities(
     elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities(), url=ElicitationUrlCapabilities())
 )
 STDERR_LINES_KEPT = 5
+AGENT_EXIT_GRACE = 2.0
+"""Seconds an agent gets to exit after end of input, and again after SIGTERM."""
 
 Connected = tuple[ClientSideConnection, Awaitable[str]]
 """A live connection, and an awaitable that completes (with the reason) when the agent goes away."""
@@ -82,22 +85,16 @@ class CommandAgent:
     @contextlib.asynccontextmanager
     async def open(self, client: Any, observers: list[Callable[[StreamEvent], None]]) -> AsyncIterator[Connected]:
         command, *args = self.config.command
-        async with spawn_agent_process(
-            client,
-            command,
-            *args,
-            env=self.config.env,
-            cwd=self.config.cwd,
-            transport_kwargs={"limit": STREAM_LIMIT},
-            use_unstable_protocol=True,
-            observers=observers,
-        ) as (conn, process):
+        async with agent_process(command, args, self.config.env, self.config.cwd) as process:
+            assert process.stdin is not None and process.stdout is not None
+            conn = ClientSideConnection(client, process.stdin, process.stdout, use_unstable_protocol=True, observers=observers)
             drain = asyncio.create_task(self._drain_stderr(process.stderr), name=f"stderr:{command}")
             try:
                 yield conn, self._exited(process)
             finally:
                 drain.cancel()
                 await asyncio.gather(drain, return_exceptions=True)
+                await conn.close()
 
     async def _exited(self, process: asyncio.subprocess.Process) -> str:
         code = await process.wait()
@@ -114,6 +111,42 @@ class CommandAgent:
             if text:
                 self.stderr_tail.append(text)
                 log.info("agent %s: %s", self.description, text)
+
+
+@contextlib.asynccontextmanager
+async def agent_process(command: str, args: list[str], env: dict[str, str], cwd: str | None) -> AsyncIterator[asyncio.subprocess.Process]:
+    """The agent on pipes, in a session of its own: a terminal's Ctrl-C goes to its foreground process
+    group, and must reach wld (which cancels the turn), not the agent."""
+    process = await asyncio.create_subprocess_exec(
+        command,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**default_environment(), **env},
+        cwd=cwd,
+        limit=STREAM_LIMIT,
+        start_new_session=True,
+    )
+    try:
+        yield process
+    finally:
+        await _stop(process)
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    """End of input; then SIGTERM, then SIGKILL, each when the agent has not exited ``AGENT_EXIT_GRACE`` seconds later."""
+    assert process.stdin is not None
+    with contextlib.suppress(OSError, RuntimeError):
+        process.stdin.close()
+    for ask in (process.terminate, process.kill):
+        try:
+            await asyncio.wait_for(process.wait(), AGENT_EXIT_GRACE)
+            return
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                ask()
+    await process.wait()
 
 
 class SessionOfRequest:

@@ -29,6 +29,7 @@ from .bindings import BindingStore
 from .commands import BRIDGE_COMMANDS, Command, parse_command
 from .contract import ButtonPress, Channel, Conversation, IncomingMessage, MenuCommand, ModelChoice, ModelMenu, Sender
 from .conversations import BridgeError, ConversationState, Replay
+from .dedupe import Deliveries, MemoryUpdateLog, UpdateLog
 from .delivery import deliver
 from .inbox import ChannelInbox
 from .interactions import Interactions
@@ -52,9 +53,12 @@ class Bridge:
         *,
         start_timeout: float = 30.0,
         backoff: Backoff = Backoff(),
+        updates: UpdateLog | None = None,
     ) -> None:
         self.links = {name: AgentLink(name, endpoint, self, start_timeout=start_timeout, backoff=backoff) for name, endpoint in agents.items()}
         self.bindings = bindings
+        self.deliveries = Deliveries(updates or MemoryUpdateLog())
+        """Claims of the channels' updates, so each is handled once (durable when ``updates`` is the store)."""
         self.routes = list(routes)
         self.interactions = Interactions()
         self.background = Background("bridge")

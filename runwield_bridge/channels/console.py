@@ -1,7 +1,9 @@
 """The ``console`` channel: a terminal chat, and ``wld chat`` (the Bridge with only this channel).
 
-Replies stream as they arrive, Ctrl-C cancels the running turn, ``--session ID`` resumes a saved
-session (its history is printed), and bridge commands (/new, /resume, /status, /cancel) work here too.
+Replies stream as they arrive; Ctrl-C (or /cancel) cancels the running turn, and at the prompt Ctrl-C,
+Ctrl-D or /quit leaves. ``--session ID`` resumes a saved session (its history is printed), and bridge
+commands (/new, /resume, /status, /cancel) work here too. Lines typed or piped ahead answer the
+questions the turn asks next.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from ..hookspecs import hookimpl
 from .background import Background
 from .bindings import MemoryBindings
 from .bridge import BUILTIN_AGENT, Bridge
+from .commands import parse_command
 from .conversations import BridgeError
 from .contract import (
     Button,
@@ -123,9 +126,11 @@ class ConsoleChannel:
         self.session_id = session_id
         self.terminal = Terminal(out)
         self.background = Background("console")
+        self.shown = asyncio.Event()
+        """Set whenever the Bridge shows something (a question, say), so lines typed ahead can answer it."""
 
     async def run(self, inbox: Inbox) -> None:
-        """Chat until end of input or /quit; raises BridgeError if the session cannot be opened."""
+        """Chat until end of input, /quit or Ctrl-C at the prompt; raises BridgeError if the session cannot be opened."""
         if self.session_id:
             try:
                 session_id = await inbox.resume(CONVERSATION, self.session_id)
@@ -138,41 +143,25 @@ class ConsoleChannel:
         self.terminal.write(f"Session {session_id} · Ctrl-C cancels a turn · /quit or Ctrl-D leaves\n")
         lines: asyncio.Queue[str | None] = asyncio.Queue()
         _start_line_reader(asyncio.get_running_loop(), lines)
-        held: deque[str | None] = deque()
-        while True:
+        chat = _Chat(inbox, lines, self.background)
+        # Kept until the event loop closes: a Ctrl-C while the chat shuts down is not a KeyboardInterrupt.
+        asyncio.get_running_loop().add_signal_handler(signal.SIGINT, chat.interrupt)
+        while not chat.leaving.is_set():
             self.terminal.write("you> ")
-            line = held.popleft() if held else await lines.get()
+            line = await chat.next_line()
             if line is None or line.strip() in EXIT_WORDS:
-                self.terminal.newline()
-                return
+                break
             if not line.strip():
                 continue
-            turn = await inbox.receive_message(IncomingMessage(CONVERSATION, PERSON, line.rstrip("\n")))
-            if turn is not None:
-                await self._follow(inbox, turn, lines, held)
-
-    async def _follow(self, inbox: Inbox, turn: asyncio.Task[None], lines: asyncio.Queue[str | None], held: deque[str | None]) -> None:
-        """Wait for the turn: Ctrl-C cancels it; lines typed meanwhile (and end of input) answer its questions or wait."""
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGINT, lambda: self.background.spawn(inbox.cancel(CONVERSATION), "cancel"))
-        try:
-            while not turn.done():
-                reading = asyncio.ensure_future(lines.get())
-                await asyncio.wait({turn, reading}, return_when=asyncio.FIRST_COMPLETED)
-                if not reading.done():
-                    reading.cancel()
-                    continue
-                line = reading.result()
-                if line is not None and inbox.awaiting_answer(CONVERSATION):
-                    await inbox.receive_message(IncomingMessage(CONVERSATION, PERSON, line.rstrip("\n")))
-                    continue
-                held.append(line)  # end of input too: the turn finishes, then the chat ends
-        finally:
-            loop.remove_signal_handler(signal.SIGINT)
+            chat.turn = await inbox.receive_message(IncomingMessage(CONVERSATION, PERSON, line.rstrip("\n")))
+            if chat.turn is not None:
+                await chat.follow(self.shown)
+        self.terminal.newline()
 
     async def send(self, conversation: Conversation, text: str, buttons: Sequence[Button] = ()) -> MessageRef:
         self.terminal.newline()
         self.terminal.write(f"{text}\n")
+        self.shown.set()
         return MessageRef(conversation, "")
 
     async def edit(self, message: MessageRef, text: str, buttons: Sequence[Button] = ()) -> None:
@@ -189,6 +178,75 @@ class ConsoleChannel:
 
     async def close(self) -> None:
         await self.background.close()
+
+
+class _Chat:
+    """The terminal's input during one chat: lines typed (or piped), Ctrl-C, and the turn they act on."""
+
+    def __init__(self, inbox: Inbox, lines: asyncio.Queue[str | None], background: Background) -> None:
+        self.inbox = inbox
+        self.lines = lines
+        self.background = background
+        self.held: deque[str | None] = deque()
+        """Lines read while a turn runs that were not for it: the next prompts (None: end of input)."""
+        self.turn: asyncio.Task[None] | None = None
+        self.leaving = asyncio.Event()
+
+    def interrupt(self) -> None:
+        """Ctrl-C: cancel the running turn, or leave at the prompt."""
+        if self.turn is not None and not self.turn.done():
+            self.background.spawn(self.inbox.cancel(CONVERSATION), "cancel")
+        else:
+            self.leaving.set()
+
+    async def next_line(self) -> str | None:
+        """The next line to act on; None at end of input or when leaving."""
+        if self.held:
+            return self.held.popleft()
+        reading = asyncio.ensure_future(self.lines.get())
+        leaving = asyncio.ensure_future(self.leaving.wait())
+        await asyncio.wait({reading, leaving}, return_when=asyncio.FIRST_COMPLETED)
+        leaving.cancel()
+        if reading.done():
+            return reading.result()
+        reading.cancel()
+        return None
+
+    async def follow(self, shown: asyncio.Event) -> None:
+        """Until the turn ends, lines answer its questions; bridge commands (/cancel, /status) and /quit act now."""
+        turn = self.turn
+        assert turn is not None
+        while not turn.done():
+            if self.held and self.inbox.awaiting_answer(CONVERSATION):
+                await self._take(self.held.popleft())  # typed (or piped) ahead of the question
+                continue
+            shown.clear()
+            reading = asyncio.ensure_future(self.lines.get())
+            showing = asyncio.ensure_future(shown.wait())
+            await asyncio.wait({turn, reading, showing}, return_when=asyncio.FIRST_COMPLETED)
+            showing.cancel()
+            if not reading.done():
+                reading.cancel()
+                continue
+            line = reading.result()
+            if line is not None and (self.inbox.awaiting_answer(CONVERSATION) or _acts_now(line)):
+                await self._take(line)
+            else:
+                self.held.append(line)  # the next prompt, or end of input: the turn finishes, then the chat ends
+        self.turn = None
+
+    async def _take(self, line: str | None) -> None:
+        """A line for the running turn: an answer or a command; /quit, or end of input at a question, cancels and leaves."""
+        if line is None or line.strip() in EXIT_WORDS:
+            self.leaving.set()
+            await self.inbox.cancel(CONVERSATION)
+            return
+        await self.inbox.receive_message(IncomingMessage(CONVERSATION, PERSON, line.rstrip("\n")))
+
+
+def _acts_now(line: str) -> bool:
+    """Lines that act on a running turn instead of waiting for it: bridge commands and /quit."""
+    return parse_command(line) is not None or line.strip() in EXIT_WORDS
 
 
 def _start_line_reader(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | None]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -167,6 +168,9 @@ class ReplyView(Protocol):
 
 class Inbox(Protocol):
     """The Bridge as one channel sees it."""
+
+    def first_delivery(self, update_id: str, conversation: Conversation, sender: Sender) -> AbstractAsyncContextManager[bool]:
+        """Claim a platform update before handling it: True the first time, False for a redelivery (retry, resume, restart)."""
 
     async def receive_message(self, message: IncomingMessage) -> asyncio.Task[None] | None:
         """Handle a message; returns the turn it started, if any, without waiting for it."""

@@ -1,23 +1,107 @@
-"""Platforms deliver some updates twice (webhook retries); each is handled once."""
+"""Platforms deliver some updates again (webhook retries, gateway resumes, unconfirmed updates after a
+crash); a durable claim taken before handling makes each one handled once, across restarts too.
+
+An update is claimed before it is handled and marked finished after. A redelivery of a claimed update
+is not handled again. If the bridge stopped between claim and finish (a crash while handing it on),
+the update is not re-run either, since part of it may already have happened: the conversation is told
+that it may not have arrived and can be sent again.
+"""
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Hashable
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+KEEP_SECONDS = 3 * 24 * 3600
+"""How long a claim is kept: Telegram keeps unconfirmed updates for 24 hours, Slack and Discord far less."""
+PRUNE_EVERY_SECONDS = 3600
 
 
-class RecentKeys:
-    """The last ``size`` keys seen."""
+class ClaimRecord(Protocol):
+    """An earlier claim of an update."""
 
-    def __init__(self, size: int = 4096) -> None:
-        self.size = size
-        self._seen: OrderedDict[Hashable, None] = OrderedDict()
+    owner: str
+    finished: bool
 
-    def first_time(self, key: Hashable) -> bool:
-        """True the first time ``key`` is seen (and remembers it), False for a repeat."""
-        if key in self._seen:
-            return False
-        self._seen[key] = None
-        if len(self._seen) > self.size:
-            self._seen.popitem(last=False)
-        return True
+
+class UpdateLog(Protocol):
+    """Durable claims of platform updates; ``runwield_bridge.core.store.Store`` is one."""
+
+    async def claim_update(self, channel: str, update_id: str, owner: str) -> ClaimRecord | None: ...
+
+    async def finish_update(self, channel: str, update_id: str) -> None: ...
+
+    async def forget_updates(self, claimed_before: float) -> None: ...
+
+
+@dataclass
+class _Claim:
+    owner: str
+    finished: bool = False
+
+
+class MemoryUpdateLog:
+    """Claims that last as long as the process (``wld chat`` has no redeliveries to survive)."""
+
+    def __init__(self) -> None:
+        self._claims: dict[tuple[str, str], tuple[_Claim, float]] = {}
+
+    async def claim_update(self, channel: str, update_id: str, owner: str) -> ClaimRecord | None:
+        earlier = self._claims.get((channel, update_id))
+        if earlier is None:
+            self._claims[(channel, update_id)] = (_Claim(owner), time.time())
+        return earlier[0] if earlier else None
+
+    async def finish_update(self, channel: str, update_id: str) -> None:
+        if claim := self._claims.get((channel, update_id)):
+            claim[0].finished = True
+
+    async def forget_updates(self, claimed_before: float) -> None:
+        self._claims = {key: value for key, value in self._claims.items() if value[1] >= claimed_before}
+
+
+class Delivery(Enum):
+    """What a claim says about an update."""
+
+    FIRST = "first"
+    """Not seen before: handle it."""
+    REPEAT = "repeat"
+    """Handled already, or being handled now: drop it."""
+    INTERRUPTED = "interrupted"
+    """An earlier run claimed it and stopped before finishing: not re-run; the conversation is told."""
+
+
+class Deliveries:
+    """One bridge run's claims on the update log; claims older than ``KEEP_SECONDS`` are pruned hourly."""
+
+    def __init__(self, updates: UpdateLog) -> None:
+        self.updates = updates
+        self.owner = uuid.uuid4().hex
+        self._pruned_at = 0.0
+
+    async def claim(self, channel: str, update_id: str) -> Delivery:
+        """Claim the update for this run and say whether to handle it."""
+        await self._prune()
+        earlier = await self.updates.claim_update(channel, update_id, self.owner)
+        if earlier is None:
+            return Delivery.FIRST
+        if earlier.finished or earlier.owner == self.owner:
+            log.info("%s update %s was delivered again; already handled", channel, update_id)
+            return Delivery.REPEAT
+        log.warning("%s update %s was claimed by a bridge run that stopped before finishing it; not handled again", channel, update_id)
+        return Delivery.INTERRUPTED
+
+    async def finish(self, channel: str, update_id: str) -> None:
+        await self.updates.finish_update(channel, update_id)
+
+    async def _prune(self) -> None:
+        now = time.time()
+        if now - self._pruned_at >= PRUNE_EVERY_SECONDS:
+            self._pruned_at = now
+            await self.updates.forget_updates(now - KEEP_SECONDS)

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from .contract import ButtonPress, Channel, Conversation, IncomingMessage, ModelMenu, Sender
+from .dedupe import Delivery
+from .delivery import deliver
 
 if TYPE_CHECKING:
     from .bridge import Bridge
+
+
+INTERRUPTED = (
+    "⚠️ The bridge restarted while it was handling a message or button press here, so it was not handled "
+    "again (nothing is answered twice). If you got no answer, send it again."
+)
 
 
 class ChannelInbox:
@@ -17,6 +27,30 @@ class ChannelInbox:
     def __init__(self, bridge: Bridge, channel: Channel) -> None:
         self.bridge = bridge
         self.channel = channel
+        self._claiming = asyncio.Lock()
+
+    @contextlib.asynccontextmanager
+    async def first_delivery(self, update_id: str, conversation: Conversation, sender: Sender) -> AsyncIterator[bool]:
+        """Claim an update durably: True to handle it (marked finished on leaving), False for a redelivery.
+
+        Claims are taken one at a time, so updates reach the Bridge in the order they came.
+        """
+        async with self._claiming:
+            delivery = await self.bridge.deliveries.claim(self.channel.name, update_id)
+        try:
+            if delivery is Delivery.INTERRUPTED and self.allows(sender, conversation):
+                await deliver(self.channel, conversation, INTERRUPTED)
+            yield delivery is Delivery.FIRST
+        except asyncio.CancelledError:
+            raise  # stopped mid-way: left unfinished, so a redelivery after the restart is reported
+        except Exception:
+            await self._finish(update_id, delivery)
+            raise
+        await self._finish(update_id, delivery)
+
+    async def _finish(self, update_id: str, delivery: Delivery) -> None:
+        if delivery is not Delivery.REPEAT:  # an interrupted update is reported once, then it is finished too
+            await self.bridge.deliveries.finish(self.channel.name, update_id)
 
     async def receive_message(self, message: IncomingMessage) -> asyncio.Task[None] | None:
         return await self.bridge.receive_message(self.channel, message)

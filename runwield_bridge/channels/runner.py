@@ -7,7 +7,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from ..acp.client import AgentEndpoint, CommandAgent, InProcessAgent
 from ..config import ConfigError, Settings
@@ -16,8 +16,14 @@ from ..web.server import WebServer
 from .bindings import BindingStore
 from .bridge import BUILTIN_AGENT, Bridge
 from .contract import Channel, ChannelContext, ChannelFactory
+from .dedupe import UpdateLog
 from .settings import parse_routes
 from .supervisor import Backoff, Supervisor
+
+
+class BridgeStore(BindingStore, UpdateLog, Protocol):
+    """Where ``wld bridge`` keeps conversation bindings and the updates it handled: the store."""
+
 
 NO_CHANNELS = "wld bridge: no channels configured; add a [channels.NAME] section (see docs/channels.md)"
 NO_CHANNEL_LEFT = "wld bridge: every channel stopped on a configuration error (logged above); fix it and start again"
@@ -58,7 +64,7 @@ class BridgeService:
         self,
         settings: Settings,
         plugins: PluginHost,
-        bindings: BindingStore,
+        store: BridgeStore,
         session_host: Any,
         *,
         web: WebServer | None = None,
@@ -72,9 +78,16 @@ class BridgeService:
         self.channels = build_channels(settings, plugins, ChannelContext(self.web))
         self._needs_web = self.web.route_count > routes
         self.bridge = Bridge(
-            agent_endpoints(settings, session_host), bindings, parse_routes(settings.bindings), start_timeout=start_timeout, backoff=backoff
+            agent_endpoints(settings, session_host),
+            store,
+            parse_routes(settings.bindings),
+            start_timeout=start_timeout,
+            backoff=backoff,
+            updates=store,
         )
         self.supervisors: list[Supervisor] = []
+        self.listeners: list[asyncio.Task[None]] = []
+        """The channels' supervised listeners; one ends only when its channel is done (the terminal's person left)."""
 
     async def start(self) -> None:
         inboxes = [(channel, self.bridge.add_channel(channel)) for channel in self.channels]
@@ -82,12 +95,18 @@ class BridgeService:
             await self._start_web()
         for channel, inbox in inboxes:
             supervisor = Supervisor(f"channel {channel.name}", partial(channel.run, inbox), partial(self.bridge.channel_failed, channel))
-            supervisor.start()
+            self.listeners.append(supervisor.start())
             self.supervisors.append(supervisor)
 
-    async def channels_stopped(self) -> None:
-        """Wait until no channel listener is left (each stopped on a configuration error, such as a rejected token)."""
-        await asyncio.gather(*(supervisor.finished() for supervisor in self.supervisors))
+    async def channel_done(self) -> bool:
+        """Wait until a channel's listener ends by itself (True: ``/quit`` or end of input at a console),
+        or until every channel has stopped on a configuration error, such as a rejected token (False)."""
+        pending = set(self.listeners)
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            if any(supervisor.config_error is None for task, supervisor in zip(self.listeners, self.supervisors) if task in done):
+                return True
+        return False
 
     async def stop(self) -> None:
         for supervisor in self.supervisors:
@@ -108,27 +127,29 @@ class BridgeService:
 async def run_bridge(
     settings: Settings,
     plugins: PluginHost,
-    bindings: BindingStore,
+    store: BridgeStore,
     session_host: Any,
     web: WebServer | None = None,
     start_web: Callable[[], Awaitable[object]] | None = None,
 ) -> int:
-    """Run until SIGINT or SIGTERM, or until every channel has stopped on a configuration error (then 2)."""
+    """Run until SIGINT or SIGTERM, until a channel is done (``/quit`` or end of input at a console channel),
+    or until every channel has stopped on a configuration error (then 2)."""
     if not settings.channels:
         print(NO_CHANNELS, file=sys.stderr)
         return 2
-    service = BridgeService(settings, plugins, bindings, session_host, web=web, start_web=start_web)
+    service = BridgeService(settings, plugins, store, session_host, web=web, start_web=start_web)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with service:
         print(f"wld bridge: running {', '.join(c.name for c in service.channels)}; Ctrl-C stops", file=sys.stderr)
-        waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(service.channels_stopped())]
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        for wait in waits:
-            wait.cancel()
-        if not stop.is_set():
+        stopping = asyncio.ensure_future(stop.wait())
+        done = asyncio.ensure_future(service.channel_done())
+        await asyncio.wait([stopping, done], return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        done.cancel()
+        if not stop.is_set() and done.done() and not done.result():
             print(NO_CHANNEL_LEFT, file=sys.stderr)
             return 2
     return 0

@@ -40,6 +40,8 @@ class Supervisor:
         self.backoff = backoff
         self.failures = 0
         self.last_error: BaseException | None = None
+        self.config_error: ConfigError | None = None
+        """Why it stopped for good, when no restart could help."""
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -74,7 +76,7 @@ class Supervisor:
                 raise
             except ConfigError as exc:  # restarting cannot fix the configuration
                 self.failures += 1
-                self.last_error = exc
+                self.last_error = self.config_error = exc
                 log.error("%s stopped: %s", self.name, exc)
                 return
             except Exception as exc:

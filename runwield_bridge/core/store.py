@@ -8,7 +8,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import delete, event
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel import Field, SQLModel, col, select, update
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -148,6 +149,18 @@ class ExecutionStep(SQLModel, table=True):
     finished_at: float | None = None
 
 
+class SeenUpdate(SQLModel, table=True):
+    """A platform update a chat channel claimed before handling it, so a redelivery is handled once."""
+
+    __tablename__ = "seen_updates"
+    channel: str = Field(primary_key=True)
+    update_id: str = Field(primary_key=True)
+    owner: str
+    """The bridge run that claimed it."""
+    finished: bool = False
+    claimed_at: float = Field(default_factory=time.time, index=True)
+
+
 POOL_TIMEOUT_SECONDS = 600
 
 
@@ -252,6 +265,29 @@ class Store:
             db.add(binding)
             await db.commit()
             return binding
+
+    async def claim_update(self, channel: str, update_id: str, owner: str) -> SeenUpdate | None:
+        """Claim an update for ``owner``; None if this is the first claim, else the earlier claim (unchanged)."""
+        async with self._sessions() as db:
+            db.add(SeenUpdate(channel=channel, update_id=update_id, owner=owner))
+            try:
+                await db.commit()
+                return None
+            except IntegrityError:
+                await db.rollback()
+        async with self._sessions() as db:
+            return await db.get(SeenUpdate, (channel, update_id))
+
+    async def finish_update(self, channel: str, update_id: str) -> None:
+        async with self._sessions() as db:
+            await db.exec(update(SeenUpdate).where(col(SeenUpdate.channel) == channel, col(SeenUpdate.update_id) == update_id).values(finished=True))
+            await db.commit()
+
+    async def forget_updates(self, claimed_before: float) -> None:
+        """Drop claims older than ``claimed_before`` (platforms stop redelivering long before)."""
+        async with self._sessions() as db:
+            await db.exec(delete(SeenUpdate).where(col(SeenUpdate.claimed_at) < claimed_before))
+            await db.commit()
 
     async def create_plan(self, plan: PlanRecord, revision: PlanRevisionRecord) -> PlanRecord:
         """Save a new Plan and its first revision (and the Session that wrote it) in one transaction."""

@@ -71,7 +71,7 @@ class AskingAgent:
 
     async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **_: Any) -> InitializeResponse:
         caps = client_capabilities.model_dump(by_alias=True, exclude_none=True) if client_capabilities else {}
-        log("initialize", clientCapabilities=caps)
+        log("initialize", clientCapabilities=caps, pid=os.getpid())
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(load_session=True, prompt_capabilities=PromptCapabilities(image=True)),

@@ -409,6 +409,10 @@ class DiscordFake(FakeServer):
         await self.dispatch("MESSAGE_CREATE", self._gateway_message(message))
         return message
 
+    async def replay_message(self, message: dict[str, Any]) -> None:
+        """Dispatch MESSAGE_CREATE again for a stored message, as a resumed gateway session replays what it missed."""
+        await self.dispatch("MESSAGE_CREATE", self._gateway_message(message))
+
     async def inject_interaction(
         self,
         interaction_type: int,

@@ -105,6 +105,8 @@ class TelegramFake(FakeServer):
         self.files: dict[str, FakeFile] = {}
         self.messages: dict[tuple[int, int], dict[str, Any]] = {}
         self.pending_updates: list[dict[str, Any]] = []
+        self.delivered_updates: dict[int, dict[str, Any]] = {}
+        """Every update getUpdates handed out, by id (for redelivering them)."""
         self.webhook: dict[str, Any] = {"url": "", "has_custom_certificate": False, "pending_update_count": 0}
         self.commands: dict[str, list[dict[str, Any]]] = {}
         self._update_ids = itertools.count(1)
@@ -321,6 +323,13 @@ class TelegramFake(FakeServer):
         self.push_update({"callback_query": query})
         return query
 
+    def redeliver(self) -> list[dict[str, Any]]:
+        """Queue every update handed out so far again, as Telegram does for updates a crashed bot never confirmed."""
+        again = [u for i, u in sorted(self.delivered_updates.items()) if all(p["update_id"] != i for p in self.pending_updates)]
+        self.pending_updates = sorted(self.pending_updates + again, key=lambda u: u["update_id"])
+        self._wake_pollers()
+        return again
+
     # -- webhook-mode helper ----------------------------------------------
 
     async def post_webhook_update(
@@ -444,7 +453,9 @@ class TelegramFake(FakeServer):
                 await asyncio.wait_for(event.wait(), remaining)
             except TimeoutError:
                 break
-        return self.pending_updates[:limit]
+        handed = self.pending_updates[:limit]
+        self.delivered_updates.update((u["update_id"], u) for u in handed)
+        return handed
 
     def _api_deleteWebhook(self, params: dict[str, Any], call: Any) -> Any:
         self.webhook["url"] = ""

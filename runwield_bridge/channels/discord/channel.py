@@ -115,11 +115,14 @@ class DiscordChannel:
         elif conversation.thread is None:
             if not mentioned:
                 return
-            if inbox.allows(event.sender, conversation):
-                event = replace(event, conversation=await self._open_thread(message, event))
         elif not (mentioned or await inbox.is_bound(conversation)):
             return
-        await inbox.receive_message(event)
+        async with inbox.first_delivery(f"message:{message.id}", conversation, event.sender) as first:
+            if not first:
+                return
+            if conversation.group and conversation.thread is None and inbox.allows(event.sender, conversation):
+                event = replace(event, conversation=await self._open_thread(message, event))
+            await inbox.receive_message(event)
 
     async def _open_thread(self, message: discord.Message, event: IncomingMessage) -> Conversation:
         """A thread on the message that mentioned the bot; where none can be opened, the channel itself."""
@@ -137,8 +140,10 @@ class DiscordChannel:
             return
         conversation, sender = asker
         if custom_id.startswith(PRESS_PREFIX):
-            notice = await inbox.receive_press(ButtonPress(conversation, sender, custom_id))
-            await interaction.response.send_message(notice, ephemeral=True)
+            async with inbox.first_delivery(f"interaction:{interaction.id}", conversation, sender) as first:
+                if first:
+                    notice = await inbox.receive_press(ButtonPress(conversation, sender, custom_id))
+                    await interaction.response.send_message(notice, ephemeral=True)
         elif custom_id == MODEL_SELECT:
             await interaction.response.defer()
             values = (interaction.data or {}).get("values") or [""]
@@ -153,8 +158,10 @@ class DiscordChannel:
         inbox, asker = self._inbox, await self._asker(interaction)
         if inbox is None or asker is None:
             return
-        await interaction.response.send_message(text, allowed_mentions=NO_MENTIONS)
-        await inbox.receive_message(IncomingMessage(*asker, text))
+        async with inbox.first_delivery(f"interaction:{interaction.id}", *asker) as first:
+            if first:
+                await interaction.response.send_message(text, allowed_mentions=NO_MENTIONS)
+                await inbox.receive_message(IncomingMessage(*asker, text))
 
     async def _show_models(self, interaction: discord.Interaction) -> None:
         """/models: the session's models as a select menu, or else the agent's own /model command."""

@@ -25,7 +25,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from ..budget import Budgets
 from ..contract import Button, ButtonPress, Capabilities, ChannelContext, Conversation, CredentialsRejected, Inbox, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
-from ..dedupe import RecentKeys
 from ..streaming import StreamingReply
 from ..webhooks import refuse
 from .blocks import blocks
@@ -58,7 +57,6 @@ class SlackChannel:
         self.app.event("app_mention")(self._on_message)
         self.app.action(re.compile(r"^wld"))(self._on_action)
         self.budgets = Budgets(CHANNEL_RATE, CHANNEL_BURST, CHANNEL_RATE)
-        self._seen = RecentKeys()
         self._names: dict[str, Sender] = {}
         self._inbox: Inbox | None = None
         self._me = ""
@@ -113,9 +111,9 @@ class SlackChannel:
         return await to_aiohttp_response(await self.app.async_dispatch(await to_bolt_request(request)))
 
     async def _on_message(self, event: dict[str, Any]) -> None:
-        """A message or mention; each is handled once (Slack sends both for a mention, and retries)."""
+        """A message or mention; each is handled once (Slack sends both for a mention, and retries unanswered events)."""
         inbox, me = self._inbox, self._me
-        if inbox is None or not from_a_person(event, me) or not self._seen.first_time((event["channel"], event["ts"])):
+        if inbox is None or not from_a_person(event, me):
             return
         text, thread = event.get("text") or "", event.get("thread_ts")
         conversation = conversation_of(event["channel"], thread)
@@ -127,7 +125,9 @@ class SlackChannel:
             return
         sender = await self._sender(event["user"])
         message = IncomingMessage(conversation, sender, without_mention(text, me), images(event, self._download), event["ts"], sent_at(event["ts"]))
-        await inbox.receive_message(message)
+        async with inbox.first_delivery(f"{event['channel']}:{event['ts']}", conversation, sender) as first:
+            if first:
+                await inbox.receive_message(message)
 
     async def _on_action(self, ack: Any, body: dict[str, Any]) -> None:
         """A button click: an answer goes to the Bridge and the presser is told privately; a link is only acknowledged."""
@@ -137,8 +137,11 @@ class SlackChannel:
             return
         container, user = body.get("container") or {}, body["user"]["id"]
         conversation = conversation_of(container.get("channel_id") or body["channel"]["id"], container.get("thread_ts"))
-        notice = await inbox.receive_press(ButtonPress(conversation, await self._sender(user), data))
-        await self.client.chat_postEphemeral(channel=conversation.chat, user=user, text=notice, thread_ts=conversation.thread)
+        press = ButtonPress(conversation, await self._sender(user), data)
+        async with inbox.first_delivery(f"action:{body['trigger_id']}", conversation, press.sender) as first:
+            if first:
+                notice = await inbox.receive_press(press)
+                await self.client.chat_postEphemeral(channel=conversation.chat, user=user, text=notice, thread_ts=conversation.thread)
 
     async def _sender(self, user: str) -> Sender:
         """The person behind a user id, with their names (looked up once; just the id if ``users.info`` fails in any way)."""

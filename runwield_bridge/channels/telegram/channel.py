@@ -34,7 +34,6 @@ from ..budget import Budgets
 from ..chunker import utf16_weight
 from ..commands import BRIDGE_COMMANDS
 from ..contract import Button, Capabilities, ChannelContext, Conversation, CredentialsRejected, Inbox, MenuCommand, MessageRef, RateLimited
-from ..dedupe import RecentKeys
 from ..streaming import StreamingReply
 from ..webhooks import misfit, refuse
 from .markup import to_html
@@ -73,7 +72,6 @@ class TelegramChannel:
         )
         self.budgets = Budgets(PRIVATE_CHAT_RATE, CHAT_BURST, GROUP_CHAT_RATE)
         self.background = Background("telegram")
-        self._seen = RecentKeys()
         self._inbox: Inbox | None = None
         self._me: BotIdentity | None = None
         self._secret = settings.webhook_secret or secrets.token_urlsafe(32)
@@ -141,20 +139,23 @@ class TelegramChannel:
         return web.Response(text="ok")
 
     def _dispatch(self, update: Update) -> None:
-        """Handle each update once (redeliveries are dropped), in the order they came."""
-        if self._seen.first_time(update.update_id):
-            self.background.spawn(self._handle(update), f"update:{update.update_id}")
+        """Handle updates in the order they came; each once, even when redelivered after a restart."""
+        self.background.spawn(self._handle(update), f"update:{update.update_id}")
 
     async def _handle(self, update: Update) -> None:
         inbox, me = self._inbox, self._me
         if inbox is None or me is None:
             return
         if message := message_event(update, self.bot, me, self.settings.require_mention):
-            await inbox.receive_message(message)
+            async with inbox.first_delivery(str(update.update_id), message.conversation, message.sender) as first:
+                if first:
+                    await inbox.receive_message(message)
         elif press := press_event(update):
-            notice = await inbox.receive_press(press)
-            assert update.callback_query is not None
-            await self.bot.answer_callback_query(update.callback_query.id, text=notice)
+            async with inbox.first_delivery(str(update.update_id), press.conversation, press.sender) as first:
+                if first:
+                    notice = await inbox.receive_press(press)
+                    assert update.callback_query is not None
+                    await self.bot.answer_callback_query(update.callback_query.id, text=notice)
 
     # -- sending -------------------------------------------------------------
 
