@@ -54,11 +54,6 @@ class Supervisor:
         assert self._task is not None
         return self._task
 
-    async def finished(self) -> None:
-        """Wait until the target has returned, or stopped on a configuration error."""
-        if self._task is not None:
-            await asyncio.shield(self._task)
-
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
