@@ -11,7 +11,7 @@ import pytest
 from runwield_bridge.app import App
 from runwield_bridge.config import load_settings
 from runwield_bridge.core.catalog import UnknownChoice
-from runwield_bridge.core.events import Event, MessageChunk, ToolProgress, TurnSettled, Usage, UserMessage
+from runwield_bridge.core.events import Event, MessageChunk, Thought, ToolProgress, TurnSettled, Usage, UserMessage
 from runwield_bridge.core.models import ModelInfo, ModelUsage, TextDelta, ToolCallRequest
 from runwield_bridge.core.sessions import SessionBusy
 from runwield_bridge.core.tools import Tool, ToolSpec
@@ -50,9 +50,10 @@ async def test_a_session_and_its_transcript_survive_a_restart(tmp_path: Path) ->
 
     again = await start(tmp_path)
     history = await again.host.history(record.id)
-    assert [type(e) for e in history] == [UserMessage, MessageChunk]
+    assert [type(e) for e in history] == [UserMessage, Thought, MessageChunk]
     assert history[0].text == "remember the blue door"
-    assert "remember the blue door" in history[1].text
+    assert history[1].text == "Thinking (medium) about: remember the blue door"
+    assert history[2].text == events.text()
     stored = await again.host.get(record.id)
     assert stored.title == "remember the blue door"
     assert stored.cost_usd > 0
@@ -93,7 +94,7 @@ async def test_cancel_settles_before_the_next_turn_and_keeps_partial_work(tmp_pa
     assert (await app.host.prompt(record.id, "next", after)).stop_reason == "end_turn"
     history = await app.host.history(record.id)
     assert [e.text for e in history if isinstance(e, UserMessage)] == ["a slow one", "next"]
-    assert isinstance(history[1], MessageChunk) and history[1].text == slow.text(), "the partial reply is kept"
+    assert isinstance(history[2], MessageChunk) and history[2].text == slow.text(), "the partial reply is kept"
     await app.close()
 
 
@@ -172,7 +173,7 @@ async def test_archive_is_reversible_and_keeps_the_transcript(tmp_path: Path) ->
     await app.host.prompt(record.id, "keep me", Recorder())
     await app.host.archive(record.id)
     assert [r.id for r in await app.store.list_sessions()] == []
-    assert len(await app.host.history(record.id)) == 2
+    assert [type(e) for e in await app.host.history(record.id)] == [UserMessage, Thought, MessageChunk]
     await app.host.archive(record.id, archived=False)
     assert [r.id for r in await app.store.list_sessions()] == [record.id]
     await app.close()
