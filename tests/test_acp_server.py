@@ -15,7 +15,7 @@ from acp_wire import RpcError, WireClient
 WLD = str(Path(sys.executable).parent / "wld")
 INIT = {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "wire-test", "version": "0"}}
 BUSY = -32001
-LONE_PROMPTS = 60
+LONE_PROMPTS = 30
 CHECKS_AT_ONCE = 16
 
 

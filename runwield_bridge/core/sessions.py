@@ -22,7 +22,6 @@ from .events import (
     SelectionChanged,
     ToolProgress,
     TurnSettled,
-    UserMessage,
 )
 from .interactions import InteractionBroker, Outcome, PendingQuestion, Question
 from .locks import WriterLock
@@ -415,8 +414,8 @@ class SessionHost:
         session_id = live.record.id
         result = TurnResult()
         settled = TurnSettled("end_turn")
-        live.journal = TurnJournal(self.store, session_id)
-        recorded = asyncio.ensure_future(self._record_prompt(live, text, command=invocation is not None))
+        journal = live.journal = TurnJournal(self.store, session_id)
+        recorded = asyncio.ensure_future(self._record_prompt(live, journal, text, command=invocation is not None))
         self.metrics.record(session_id, "turn_started", command=invocation.name if invocation else None)
         try:
             history = await asyncio.shield(recorded)  # the user's input is kept even if the turn is cancelled
@@ -437,7 +436,7 @@ class SessionHost:
         try:
             with contextlib.suppress(Exception):  # a failure here is already the turn's error
                 await recorded
-            await self._finish(live, result, settled)
+            await self._finish(live, journal, result, settled)
         finally:
             live.cancelling = live.finishing = False
             live.journal = None
@@ -551,7 +550,7 @@ class SessionHost:
         else:
             await live.emit(replace(link, text=piece, message_id=result.message_id))
 
-    async def _record_prompt(self, live: LiveSession, text: str | None, command: bool = False) -> list[ChatMessage]:
+    async def _record_prompt(self, live: LiveSession, journal: TurnJournal, text: str | None, command: bool = False) -> list[ChatMessage]:
         """Start the turn in the transcript with the prompt (titling an untitled Session), durably before anything
         of the turn is shown, and return the history before it. A slash command is kept for the user to see, not
         for the model, and titles nothing; a turn the Session starts itself (no text) has no prompt."""
@@ -562,11 +561,10 @@ class SessionHost:
         title = {}
         if text is not None and not command and not live.record.title and text.strip():
             title = {"title": text.strip().splitlines()[0][:TITLE_LENGTH]}
-        assert live.journal is not None
-        live.record = await live.journal.begin(entries, **title) or live.record
+        live.record = await journal.begin(entries, **title) or live.record
         return history
 
-    async def _finish(self, live: LiveSession, result: TurnResult, settled: TurnSettled) -> None:
+    async def _finish(self, live: LiveSession, journal: TurnJournal, result: TurnResult, settled: TurnSettled) -> None:
         """Close the turn's open tool calls, say why it failed (if it did), and settle it in the transcript."""
         for call_id, tool in list(live.open_tools.items()):
             await live.emit(ToolProgress(call_id, tool.title, tool.kind, "failed", output="cancelled"))
@@ -574,8 +572,7 @@ class SessionHost:
         if settled.error:
             await live.emit(Notice(f"The turn could not be completed: {settled.error}", "error"))
         cost = {"cost_delta": result.cost_usd} if result.cost_usd else {}
-        assert live.journal is not None
-        live.record = await live.journal.end(settled.stop_reason, **cost) or live.record
+        live.record = await journal.end(settled.stop_reason, **cost) or live.record
 
     async def _model_history(self, live: LiveSession) -> list[ChatMessage]:
         """The conversation as the model sees it, read incrementally (other processes may have added to it)."""

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Awaitable, Iterable
+from typing import Any, TypeVar
 
 from .events import Event, MessageChunk, Notice, PlanLink, Thought, ToolProgress, UserMessage
 from .store import Entry, SessionRecord, Store, TranscriptEntry
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 FLUSH_INTERVAL = 0.5  # seconds an event may wait before it is written
 FLUSH_EVENTS = 16  # or this many events, whichever comes first
 TOOL_SUMMARY = 2000  # characters of a tool's output kept for replay
@@ -90,11 +91,11 @@ class TurnJournal:
         taken, self._pending, self._events = self._pending, [], 0
         return taken
 
-    async def _write(self, work: Any) -> Any:
+    async def _write(self, work: Awaitable[T]) -> T:
         """Run a store write after the writes asked for before it; a cancelled caller does not stop it."""
         previous = self._writing
 
-        async def after_previous() -> Any:
+        async def after_previous() -> T:
             if previous is not None:
                 await asyncio.wait({previous})
             return await work
@@ -107,8 +108,6 @@ class TurnJournal:
             await asyncio.sleep(FLUSH_INTERVAL)
             self._timer = None
             await self.flush()
-        except asyncio.CancelledError:
-            raise
         except Exception:  # the turn goes on; its end writes what is still kept, or fails visibly
             log.exception("could not save part of a turn in Session %s", self.session_id)
 
