@@ -17,17 +17,17 @@ from acp_wire import WireClient
 from test_acp_server import INIT, WLD, text_prompt, updates
 
 from runwield_bridge.core.catalog import ModelCatalog
-from runwield_bridge.core.events import Event, MessageChunk, UserMessage
+from runwield_bridge.core.events import Event, MessageChunk, Notice, ToolProgress, UserMessage
 from runwield_bridge.core.models import ModelEvent, ModelInfo, ModelRequest, TextDelta
 from runwield_bridge.core.sessions import SessionHost
 from runwield_bridge.core.store import Store
+from runwield_bridge.core.transcript import INTERRUPTED, TurnJournal
 
 SEED = 7
 ROUNDS = 4  # processes killed
 SESSIONS = 3  # slow turns running in each when it is killed
 STAGGER = 8  # at most this many updates of one slow turn come before the next starts
 SLOW_UPDATES = 19  # a slow turn's updates: a thought, two reply chunks, 15 numbers, usage
-INTERRUPTED = "Interrupted: this turn stopped when the process ended"
 
 
 @dataclass
@@ -134,7 +134,7 @@ def check_killed_turn(rest: list[Turn], prompt: str, settled: bool, shown: bool)
         assert turn.prompt == prompt
         assert full_reply(prompt).startswith(turn.reply), "the part said before the kill, nothing else"
         completed = turn.reply == full_reply(prompt) and not turn.notices
-        assert completed or (len(turn.notices) == 1 and turn.notices[0].startswith(f"⚠️ {INTERRUPTED}"))
+        assert completed or (len(turn.notices) == 1 and turn.notices[0] == f"⚠️ {INTERRUPTED}")
     return rest
 
 
@@ -197,3 +197,36 @@ async def test_processes_opening_a_new_database_together_do_not_fail_on_each_oth
         stores = await asyncio.gather(*(Store.open(url) for _ in range(4)))
         for store in stores:
             await store.close()
+
+
+async def test_a_turn_whose_process_ended_is_marked_interrupted_once_by_the_next_prompt(tmp_path: Path) -> None:
+    """A turn left running with an open tool call (its process ended: nobody holds the writer) is marked by the next
+    prompt, before it: its tool call fails, then the notice; a later load marks nothing again."""
+    model = Gated()
+    model.go_on.set()
+    catalog = ModelCatalog()
+    catalog.add(model.info, lambda: model)
+    store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}")
+    host = SessionHost(store, catalog, [], tmp_path, default_model="gated")
+    record = await host.create(str(tmp_path))
+    ended = TurnJournal(store, record.id)  # what a killed process left behind
+    await ended.begin([("user", "list files", {})])
+    await ended.record(ToolProgress("call-1", "list_files .", "search", "pending", started=True))
+    await ended.flush()
+
+    async def ignore(event: Event) -> None:
+        pass
+
+    await host.prompt(record.id, "again", ignore)
+    expected = [
+        UserMessage("list files"),
+        ToolProgress("call-1", "list_files .", "search", "pending", started=True),
+        ToolProgress("call-1", "list_files .", "search", "failed", output="interrupted"),
+        Notice(INTERRUPTED, "warning"),
+        UserMessage("again"),
+    ]
+    for _ in range(2):
+        history = await host.history(record.id)
+        assert history[:5] == expected and [type(e) for e in history[5:]] == [MessageChunk]
+    await host.shutdown()
+    await store.close()
