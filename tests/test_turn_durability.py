@@ -97,7 +97,8 @@ async def test_turns_killed_at_random_points_replay_what_was_said_and_no_settled
         for round_ in range(ROUNDS + 1):
             if round_ < ROUNDS:  # the next process starts now (as a supervisor would restart it), to save time
                 restarted = await processes.enter_async_context(spawn())
-            for turns, earlier, session_killed in zip(await open_sessions(client, tmp_path, session_ids), known, killed or [None] * SESSIONS):
+            loaded = await open_sessions(client, tmp_path, session_ids)
+            for turns, earlier, session_killed in zip(loaded, known, killed or [None] * SESSIONS):
                 assert turns[: len(earlier)] == earlier, "a load replays every earlier turn unchanged; settled ones in full"
                 if session_killed is not None:
                     earlier.extend(check_killed_turn(turns[len(earlier) :], *session_killed))
