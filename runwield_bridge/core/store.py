@@ -267,13 +267,11 @@ class Store:
         async with self._sessions() as db:
             return list((await db.exec(query)).all())
 
-    async def interrupt_turns(self, session_id: str, turn_ids: list[str], interrupted: Entry) -> list[str]:
-        """Mark those of ``turn_ids`` still running interrupted, each with the ``interrupted`` entry, once;
-        returns the ids marked now."""
+    async def interrupt_turns(self, session_id: str, turn_ids: list[str], interrupted: Entry) -> None:
+        """Mark those of ``turn_ids`` still running interrupted, each with the ``interrupted`` entry, once."""
         async with self._sessions() as db:
-            marked = await _interrupt(db, session_id, turn_ids, interrupted)
+            await _interrupt(db, session_id, turn_ids, interrupted)
             await db.commit()
-            return marked
 
     async def transcript(self, session_id: str, after: int = 0) -> list[TranscriptEntry]:
         """The Session's transcript, oldest first; ``after`` skips entries up to that id."""
@@ -509,7 +507,7 @@ async def _append(db: AsyncSession, session_id: str, entries: list[Entry], chang
     return record
 
 
-async def _interrupt(db: AsyncSession, session_id: str, turn_ids: list[str] | None, entry: Entry) -> list[str]:
+async def _interrupt(db: AsyncSession, session_id: str, turn_ids: list[str] | None, entry: Entry) -> None:
     """Mark the Session's running turns (those of ``turn_ids`` when given) interrupted in one statement, so two
     processes never mark a turn twice, and add ``entry``, with the turn's id, for each."""
     condition = [col(TurnRecord.session_id) == session_id, col(TurnRecord.state) == "running"]
@@ -518,11 +516,9 @@ async def _interrupt(db: AsyncSession, session_id: str, turn_ids: list[str] | No
     marked = await db.exec(
         update(TurnRecord).where(*condition).values(state="interrupted", ended_at=time.time()).returning(TurnRecord.id)
     )
-    ids = sorted(marked.scalars().all())
     kind, text, data = entry
-    for turn_id in ids:
+    for turn_id in sorted(marked.scalars().all()):
         db.add(TranscriptEntry(session_id=session_id, kind=kind, text=text, data=json.dumps({**data, "turn": turn_id})))
-    return ids
 
 
 class Conflict(RuntimeError):
