@@ -15,6 +15,8 @@ from acp_wire import RpcError, WireClient
 WLD = str(Path(sys.executable).parent / "wld")
 INIT = {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "wire-test", "version": "0"}}
 BUSY = -32001
+LONE_PROMPTS = 30
+CHECKS_AT_ONCE = 16
 
 
 def text_prompt(session_id: str, text: str, **extra: Any) -> dict[str, Any]:
@@ -204,6 +206,40 @@ async def test_a_session_loads_in_a_new_process_with_its_history(tmp_path: Path)
         assert (await second.call("session/prompt", text_prompt(sid, "third")))["stopReason"] == "end_turn"
 
 
+async def test_load_replays_thoughts_and_tool_calls_as_they_streamed(tmp_path: Path) -> None:
+    (tmp_path / "hello.txt").write_text("hi\n")
+    async with WireClient.spawn([WLD, "acp"], cwd=tmp_path) as first:
+        await first.call("initialize", INIT)
+        sid = (await first.call("session/new", {"cwd": str(tmp_path), "mcpServers": []}))["sessionId"]
+        await first.call("session/prompt", text_prompt(sid, "list files please"))
+        streamed = shown(updates(first, sid))
+    async with WireClient.spawn([WLD, "acp"], cwd=tmp_path) as second:
+        await second.call("initialize", INIT)
+        await second.call("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
+        replayed = shown(updates(second, sid))
+    assert [u[0] for u in streamed] == ["agent_thought_chunk", "tool_call", "tool_call_update", "agent_message_chunk"]
+    assert replayed == [("user_message_chunk", "list files please"), *streamed]
+    assert streamed[1][1:] == ("list_files .", "search", "pending") and "hello.txt" in streamed[2][2]
+
+
+def shown(stream: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """What a client shows of a Session's updates: messages and thoughts (their chunks joined), tool calls (title,
+    kind, status) and their outcome (status, text); the in-progress mark and state updates are left out."""
+    rows: list[tuple[str, ...]] = []
+    for update in stream:
+        kind = update["sessionUpdate"]
+        if kind in ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk"):
+            if rows and rows[-1][0] == kind:
+                rows[-1] = (kind, rows[-1][1] + update["content"]["text"])
+            else:
+                rows.append((kind, update["content"]["text"]))
+        elif kind == "tool_call":
+            rows.append((kind, update["title"], update["kind"], update["status"]))
+        elif kind == "tool_call_update" and update["status"] != "in_progress":
+            rows.append((kind, update["status"], "".join(c["content"]["text"] for c in update.get("content") or [])))
+    return rows
+
+
 async def test_loading_an_unknown_session_is_resource_not_found(acp, tmp_path: Path) -> None:
     client, _ = acp
     with pytest.raises(RpcError) as err:
@@ -363,6 +399,41 @@ async def test_one_writer_per_session_across_processes(tmp_path: Path) -> None:
         assert err.value.code == BUSY
         assert (await turn)["stopReason"] == "end_turn"
         assert (await b.call("session/prompt", text_prompt(sid, "b wants in")))["stopReason"] == "end_turn"
+
+
+async def test_checking_the_writer_never_makes_a_lone_prompt_busy(tmp_path: Path) -> None:
+    """Process A keeps loading the Session and setting its options (each checks the writer) while process B sends
+    prompts one after another: none is refused as busy. Only a running turn makes the Session busy."""
+    # A only hammers (its messages are not what is tested): unvalidated, so the test client keeps up
+    async with WireClient.spawn([WLD, "acp"], cwd=tmp_path, validate=False) as a, WireClient.spawn([WLD, "acp"], cwd=tmp_path) as b:
+        await a.call("initialize", INIT)
+        await b.call("initialize", INIT)
+        sid = (await b.call("session/new", {"cwd": str(tmp_path), "mcpServers": []}))["sessionId"]
+        load = {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []}
+        options = [{"sessionId": sid, "configId": "model", "value": value} for value in ("scripted", "no-such-model")]
+        checks = 0
+        done = asyncio.Event()
+
+        async def keep_checking() -> None:
+            nonlocal checks
+            while not done.is_set():
+                sets = (a.request("session/set_config_option", options[n % 2]) for n in range(CHECKS_AT_ONCE))
+                answers = await asyncio.gather(a.request("session/load", load), *sets)
+                assert all("result" in r or r["error"]["code"] in (BUSY, -32602) for r in answers)
+                checks += len(answers)
+
+        checking = asyncio.create_task(keep_checking())
+        for n in range(LONE_PROMPTS):
+            assert (await b.call("session/prompt", text_prompt(sid, f"lone prompt {n}")))["stopReason"] == "end_turn"
+        done.set()
+        await checking
+        assert checks >= LONE_PROMPTS, "the checks overlapped the prompts"
+        turn = asyncio.create_task(b.call("session/prompt", text_prompt(sid, "a slow one")))
+        await b.wait_message(lambda _: "slow one 1" in reply_text(b, sid))
+        with pytest.raises(RpcError) as err:
+            await a.call("session/prompt", text_prompt(sid, "a real overlap"))
+        assert err.value.code == BUSY, "a running turn still makes the Session busy"
+        assert (await turn)["stopReason"] == "end_turn"
 
 
 def run_wld(*args: str) -> str:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +14,8 @@ import pytest
 from runwield_bridge.app import App
 from runwield_bridge.config import load_settings
 from runwield_bridge.core.catalog import UnknownChoice
-from runwield_bridge.core.events import Event, MessageChunk, ToolProgress, TurnSettled, Usage, UserMessage
+from runwield_bridge.core.events import Event, MessageChunk, Thought, ToolProgress, TurnSettled, Usage, UserMessage
+from runwield_bridge.core.locks import WriterLock
 from runwield_bridge.core.models import ModelInfo, ModelUsage, TextDelta, ToolCallRequest
 from runwield_bridge.core.sessions import SessionBusy
 from runwield_bridge.core.tools import Tool, ToolSpec
@@ -50,9 +54,10 @@ async def test_a_session_and_its_transcript_survive_a_restart(tmp_path: Path) ->
 
     again = await start(tmp_path)
     history = await again.host.history(record.id)
-    assert [type(e) for e in history] == [UserMessage, MessageChunk]
+    assert [type(e) for e in history] == [UserMessage, Thought, MessageChunk]
     assert history[0].text == "remember the blue door"
-    assert "remember the blue door" in history[1].text
+    assert history[1].text == "Thinking (medium) about: remember the blue door"
+    assert history[2].text == events.text()
     stored = await again.host.get(record.id)
     assert stored.title == "remember the blue door"
     assert stored.cost_usd > 0
@@ -93,7 +98,7 @@ async def test_cancel_settles_before_the_next_turn_and_keeps_partial_work(tmp_pa
     assert (await app.host.prompt(record.id, "next", after)).stop_reason == "end_turn"
     history = await app.host.history(record.id)
     assert [e.text for e in history if isinstance(e, UserMessage)] == ["a slow one", "next"]
-    assert isinstance(history[1], MessageChunk) and history[1].text == slow.text(), "the partial reply is kept"
+    assert isinstance(history[2], MessageChunk) and history[2].text == slow.text(), "the partial reply is kept"
     await app.close()
 
 
@@ -172,7 +177,7 @@ async def test_archive_is_reversible_and_keeps_the_transcript(tmp_path: Path) ->
     await app.host.prompt(record.id, "keep me", Recorder())
     await app.host.archive(record.id)
     assert [r.id for r in await app.store.list_sessions()] == []
-    assert len(await app.host.history(record.id)) == 2
+    assert [type(e) for e in await app.host.history(record.id)] == [UserMessage, Thought, MessageChunk]
     await app.host.archive(record.id, archived=False)
     assert [r.id for r in await app.store.list_sessions()] == [record.id]
     await app.close()
@@ -248,3 +253,29 @@ async def test_the_store_is_a_sqlite_file_in_wal_mode(tmp_path: Path, wld_home: 
     with sqlite3.connect(wld_home / "wld.db") as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert db.execute("SELECT count(*) FROM sessions").fetchone()[0] == 1
+
+
+CHECKER = """
+import sys
+from pathlib import Path
+from runwield_bridge.core.locks import WriterLock
+
+lock = WriterLock(Path(sys.argv[1]), "ses_checked")
+print("ready", flush=True)
+print(sum(lock.taken() for _ in range(int(sys.argv[2]))), flush=True)
+"""
+
+
+def test_checking_a_writer_from_another_process_never_refuses_it(tmp_path: Path) -> None:
+    """Another process checks a Session's writer as fast as it can while this one takes and releases it: every
+    take succeeds, and the checks saw it taken. Checking is not holding."""
+    lock = WriterLock(tmp_path, "ses_checked")
+    checker = subprocess.Popen([sys.executable, "-c", CHECKER, str(tmp_path), "200000"], stdout=subprocess.PIPE, text=True)
+    assert checker.stdout is not None and checker.stdout.readline() == "ready\n"
+    takes, deadline = 0, time.monotonic() + 120
+    while checker.poll() is None and time.monotonic() < deadline:
+        assert lock.try_acquire(), f"take {takes + 1} was refused while another process only checked"
+        lock.release()
+        takes += 1
+    seen_taken = int(checker.stdout.read())
+    assert checker.wait() == 0 and takes > 1000 and seen_taken > 0, "the checks overlapped the takes"

@@ -21,10 +21,12 @@ class UserMessage:
 
 @dataclass(frozen=True, slots=True)
 class MessageChunk:
-    """A piece of the agent's reply."""
+    """A piece of the agent's reply; ``aside`` for a command's output, which is shown and kept but is not part of
+    the model's conversation."""
 
     text: str
     message_id: str | None = None
+    aside: bool = False
 
 
 @dataclass(frozen=True, slots=True)

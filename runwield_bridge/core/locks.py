@@ -1,10 +1,16 @@
-"""One writer per Session across processes: an advisory file lock held only during a turn."""
+"""One writer per Session across processes: an advisory file lock held only during a turn, and a check that takes nothing."""
 
 from __future__ import annotations
 
 import fcntl
 import os
+import struct
 from pathlib import Path
+
+# Linux `struct flock` (l_type, l_whence, l_start, l_len, l_pid), for open-file-description locks: a zero start
+# and length cover the whole file. Unlike flock(2), these can be tested (F_OFD_GETLK) without being taken.
+_FLOCK = struct.Struct("hhqqixxxx")
+_WHOLE_FILE = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
 
 
 class WriterLock:
@@ -24,8 +30,8 @@ class WriterLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _WHOLE_FILE)
+        except (BlockingIOError, PermissionError):
             os.close(fd)
             return False
         os.pwrite(fd, f"{os.getpid():>10}\n".encode(), 0)  # who holds it, for a person looking
@@ -35,6 +41,20 @@ class WriterLock:
     def release(self) -> None:
         if self._fd is None:
             return
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
-        os.close(self._fd)
+        os.close(self._fd)  # closing the only descriptor of the open file releases its lock
         self._fd = None
+
+    def taken(self) -> bool:
+        """Whether any writer, in any process (this one too), holds the lock. Takes nothing, so checking
+        never makes another process's turn find the Session busy."""
+        if self._fd is not None:
+            return True
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+        except FileNotFoundError:
+            return False
+        try:
+            probe = fcntl.fcntl(fd, fcntl.F_OFD_GETLK, _WHOLE_FILE)
+        finally:
+            os.close(fd)
+        return _FLOCK.unpack(probe)[0] != fcntl.F_UNLCK

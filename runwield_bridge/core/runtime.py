@@ -7,7 +7,6 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from .events import Event, MessageChunk, Thought, ToolProgress, Usage, UserMessage
 from .interactions import Outcome, Question
@@ -33,44 +32,18 @@ def new_message_id() -> str:
 
 
 @dataclass
-class TurnMessage:
-    """A message of the turn, in order: the agent's replies and any steered user input.
-    ``aside`` marks command output, which is shown and replayed but not part of the model's conversation."""
-
-    role: Literal["user", "agent"]
-    text: str
-    message_id: str
-    aside: bool = False
-
-
-@dataclass
 class TurnResult:
-    """What a finished (or interrupted) turn produced, for the transcript and the cost ledger."""
+    """What a turn has produced besides its events (which the transcript keeps as they happen): its cost, and
+    the agent message now being written."""
 
-    thoughts: str = ""
     cost_usd: float = 0.0
-    tool_calls: list[ToolProgress] = field(default_factory=list)
-    messages: list[TurnMessage] = field(default_factory=list)
     message_id: str = field(default_factory=new_message_id)
+    replied: bool = False  # the agent has said something in this turn
 
-    @property
-    def reply(self) -> str:
-        return "".join(m.text for m in self.messages if m.role == "agent")
-
-    def add_reply(self, text: str, aside: bool = False) -> None:
-        """Add text to the agent message now being written (``message_id``)."""
-        last = self.messages[-1] if self.messages else None
-        if last is not None and last.role == "agent" and last.message_id == self.message_id:
-            last.text += text
-        else:
-            self.messages.append(TurnMessage("agent", text, self.message_id, aside))
-
-    def add_steering(self, text: str) -> str:
-        """Record steered user input; the agent's next words start a new message. Returns the input's message id."""
-        message_id = new_message_id()
-        self.messages.append(TurnMessage("user", text, message_id))
+    def start_message(self) -> str:
+        """Steered input arrived: the agent's next words start a new message. Returns the input's message id."""
         self.message_id = new_message_id()
-        return message_id
+        return new_message_id()
 
 
 @dataclass
@@ -114,7 +87,7 @@ class TurnRunner:
         """Move steered input into the conversation: once, as user messages, each shown as one user message."""
         for text in self.steering.take():
             messages.append(ChatMessage("user", text))
-            await self.emit(UserMessage(text, self.result.add_steering(text)))
+            await self.emit(UserMessage(text, self.result.start_message()))
 
     async def _stream(self, request: ModelRequest) -> tuple[list[ToolCallRequest], str]:
         """Stream one model response. Steered input pre-empts a reply that is only text so far."""
@@ -125,10 +98,9 @@ class TurnRunner:
             async for event in stream:
                 if isinstance(event, TextDelta):
                     text.append(event.text)
-                    self.result.add_reply(event.text)
+                    self.result.replied = True
                     await self.emit(MessageChunk(event.text, self.result.message_id))
                 elif isinstance(event, ThinkingDelta):
-                    self.result.thoughts += event.text
                     await self.emit(Thought(event.text))
                 elif isinstance(event, ToolCallRequest):
                     calls.append(event)
@@ -157,9 +129,7 @@ class TurnRunner:
             output = await tool.run(call.arguments, ToolContext(self.session_id, self.cwd, self._asker(call.call_id)))
         except ToolError as exc:
             status, output = "failed", str(exc)
-        final = ToolProgress(call.call_id, title, kind, status, output=output)
-        self.result.tool_calls.append(final)
-        await self.emit(final)
+        await self.emit(ToolProgress(call.call_id, title, kind, status, output=output))
         return output
 
     def _asker(self, call_id: str) -> Callable[[Question], Awaitable[Outcome]] | None:

@@ -23,7 +23,6 @@ from .events import (
     SelectionChanged,
     ToolProgress,
     TurnSettled,
-    UserMessage,
 )
 from .interactions import InteractionBroker, Outcome, PendingQuestion, Question
 from .locks import WriterLock
@@ -33,6 +32,7 @@ from .runtime import TurnResult, TurnRunner
 from .steering import INJECTED, NO_RUNNING_TURN, QUESTION_PENDING, SteeringInbox, SteeringRejected, SteeringResult
 from .store import SessionRecord, Store
 from .tools import Tool
+from .transcript import INTERRUPTED_ENTRY, TurnJournal, replay
 
 log = logging.getLogger(__name__)
 Emit = Callable[[Event], Awaitable[None]]
@@ -92,12 +92,14 @@ class LiveSession:
     open_tools: dict[str, ToolProgress] = field(default_factory=dict)
     history: list[ChatMessage] = field(default_factory=list)
     history_until: int = 0  # id of the last transcript entry folded into ``history``
+    history_message: str | None = None  # the id of the agent message that ``history`` ends with, if it does
     sink: Emit | None = None  # where the turn's events go: the prompt (or reply) now following it
     forms: FormAsker | None = None  # how that prompt's client answers questions in place, if it can
     parked: asyncio.Event = field(default_factory=asyncio.Event)  # a chat question waits for the next message
     steering: SteeringInbox | None = None  # set while a model turn can take steered input
     follow_ups: set[asyncio.Task[None]] = field(default_factory=set)  # turns the Session will start itself
     own_turn: bool = False  # the running turn is one the Session started itself
+    journal: TurnJournal | None = None  # writes the running turn to the transcript as it goes
 
     @property
     def busy(self) -> bool:
@@ -108,12 +110,15 @@ class LiveSession:
         self.sink, self.forms = emit, forms
 
     async def emit(self, event: Event) -> None:
-        """Pass an event on, remembering tool calls still open so a cancelled turn can close them."""
+        """Pass an event on, remembering tool calls still open so a cancelled turn can close them, and keeping
+        what it shows in the running turn's transcript."""
         if isinstance(event, ToolProgress):
             if event.status in ("completed", "failed"):
                 self.open_tools.pop(event.call_id, None)
             else:
                 self.open_tools[event.call_id] = event
+        if self.journal is not None:
+            await self.journal.record(event)
         if self.sink is not None:
             await self.sink(event)
 
@@ -184,16 +189,18 @@ class SessionHost:
         return record
 
     async def history(self, session_id: str) -> list[Event]:
-        """The saved conversation as events, oldest first."""
-        events: list[Event] = []
-        for entry in await self.store.transcript(session_id):
-            if entry.payload.get("audience") == "model":
-                continue
-            if entry.kind == "user":
-                events.append(UserMessage(entry.text, entry.payload.get("message_id")))
-            elif entry.kind == "agent":
-                events.append(MessageChunk(entry.text, entry.payload.get("message_id")))
-        return events
+        """The saved conversation as events, oldest first: messages, thoughts, tool calls and notices. A turn
+        whose process ended before it settled is first marked interrupted (once): it replays as what it said
+        before the end, then a notice that it was interrupted. It is never run again."""
+        await self._mark_interrupted(session_id)
+        return replay(await self.store.transcript(session_id))
+
+    async def _mark_interrupted(self, session_id: str) -> None:
+        """Mark interrupted the turns that were running before no writer held the Session (so their process
+        ended), checking the writer without taking it."""
+        running = await self.store.running_turns(session_id)
+        if running and not self.is_busy(session_id) and self._writer_free(session_id):
+            await self.store.interrupt_turns(session_id, running, INTERRUPTED_ENTRY)
 
     def attach(self, session_id: str, emit: Emit, forms: FormAsker | None = None) -> None:
         """Send the turns this Session starts itself (follow-ups) to this client, until a prompt takes them."""
@@ -369,11 +376,8 @@ class SessionHost:
         return updated
 
     def _writer_free(self, session_id: str) -> bool:
-        """True when no process holds the Session's writer (checked without keeping it)."""
-        probe = WriterLock(self.lock_dir, session_id)
-        free = probe.try_acquire()
-        probe.release()
-        return free
+        """True when no process holds the Session's writer (checked without taking it: checking is not holding)."""
+        return not WriterLock(self.lock_dir, session_id).taken()
 
     async def shutdown(self) -> None:
         for session_id in list(self._live):
@@ -411,7 +415,8 @@ class SessionHost:
         session_id = live.record.id
         result = TurnResult()
         settled = TurnSettled("end_turn")
-        recorded = asyncio.ensure_future(self._record_prompt(live, text, command=invocation is not None))
+        journal = live.journal = TurnJournal(self.store, session_id)
+        recorded = asyncio.ensure_future(self._record_prompt(live, journal, text, command=invocation is not None))
         self.metrics.record(session_id, "turn_started", command=invocation.name if invocation else None)
         try:
             history = await asyncio.shield(recorded)  # the user's input is kept even if the turn is cancelled
@@ -432,9 +437,10 @@ class SessionHost:
         try:
             with contextlib.suppress(Exception):  # a failure here is already the turn's error
                 await recorded
-            await self._finish(live, result, settled)
+            await self._finish(live, journal, result, settled)
         finally:
             live.cancelling = live.finishing = False
+            live.journal = None
             live.lock.release()
         self.metrics.record(session_id, "turn_settled", stop_reason=settled.stop_reason)
         await live.emit(settled)
@@ -443,6 +449,8 @@ class SessionHost:
     async def _run_command(self, live: LiveSession, invocation: Invocation, result: TurnResult) -> str | None:
         """Run a slash command; returns the prompt it hands on to the model, if any."""
         session_id = live.record.id
+        journal = live.journal
+        assert journal is not None, "a command runs in a turn"
         known = invocation.command is not None
         self.metrics.record(session_id, "command", name=invocation.name, known=known)
         if invocation.command is None:
@@ -453,8 +461,9 @@ class SessionHost:
             return await self._apply_selection(live.record, emit=live.emit, **changes)
 
         async def agent_turn(prompt: str, cwd: Path) -> None:
+            await journal.flush()
             history = await self._model_history(live)
-            await self.store.append(session_id, "user", prompt, audience="model", command=invocation.name)
+            await journal.write("user", prompt, audience="model", command=invocation.name)
             await self._run_model(live, history, prompt, result, cwd=cwd, tools=(*self.tools, *self.work_tools))
 
         context = CommandContext(
@@ -472,7 +481,7 @@ class SessionHost:
         )
         prompt = await invocation.command.run(context, invocation.args)
         if prompt:
-            await self.store.append(session_id, "user", prompt, audience="model", command=invocation.command.name)
+            await journal.write("user", prompt, audience="model", command=invocation.command.name)
         return prompt
 
     async def _run_model(
@@ -518,68 +527,54 @@ class SessionHost:
 
     async def _ask(self, live: LiveSession, question: Question, tool_call_id: str | None = None) -> Outcome:
         """Ask the user through the broker; an expired or unshowable question is said, never answered by default."""
-        await self.store.append(live.record.id, "question", question.prompt, question_kind=question.kind)
+        journal = live.journal
+        assert journal is not None, "a question is asked in a turn"
+        await journal.write("question", question.prompt, question_kind=question.kind)
         status = "cancelled"
         try:
             outcome = await self.broker.ask(live.record.id, question, live, tool_call_id)
             status = outcome.status
         finally:
             live.parked.clear()
-            await asyncio.shield(self.store.append(live.record.id, "question_settled", "", status=status))
+            await asyncio.shield(journal.write("question_settled", "", status=status))
         if outcome.status in UNSETTLED_NOTICE:
             await live.emit(Notice(UNSETTLED_NOTICE[outcome.status].format(reason=outcome.reason), "warning"))
         return outcome
 
     async def _say(self, live: LiveSession, result: TurnResult, text: str, link: PlanLink | None = None) -> None:
         """A command's output (a plain message, or a review link): shown and kept in the transcript, but not part
-        of the model's conversation. A review link is shown to the live client only; the transcript keeps ``text``,
-        its words without the link."""
-        gap = "\n\n" if result.reply else ""
-        result.add_reply(gap + text, aside=True)
+        of the model's conversation. A review link is shown to the live client only; the transcript keeps its words
+        without the link."""
+        gap = "\n\n" if result.replied else ""
+        result.replied = True
         if link is None:
-            await live.emit(MessageChunk(gap + text, result.message_id))
+            await live.emit(MessageChunk(gap + text, result.message_id, aside=True))
         else:
             await live.emit(replace(link, text=gap + link.text, kept=gap + link.kept, message_id=result.message_id))
 
-    async def _record_prompt(self, live: LiveSession, text: str | None, command: bool = False) -> list[ChatMessage]:
-        """Append the prompt to the transcript (titling an untitled Session) and return the history before it.
-        A slash command is kept for the user to see, not for the model, and titles nothing; a turn the Session
-        starts itself (no text) records nothing."""
+    async def _record_prompt(self, live: LiveSession, journal: TurnJournal, text: str | None, command: bool = False) -> list[ChatMessage]:
+        """Start the turn in the transcript with the prompt (titling an untitled Session), durably before anything
+        of the turn is shown, and return the history before it. A slash command is kept for the user to see, not
+        for the model, and titles nothing; a turn the Session starts itself (no text) has no prompt."""
         session_id = live.record.id
         live.record = await self.get(session_id)
         history = await self._model_history(live)
-        if text is None:
-            return history
-        entry = ("user", text, {"audience": "user"} if command else {})
+        entries = [] if text is None else [("user", text, {"audience": "user"} if command else {})]
         title = {}
-        if not command and not live.record.title and text.strip():
+        if text is not None and not command and not live.record.title and text.strip():
             title = {"title": text.strip().splitlines()[0][:TITLE_LENGTH]}
-        live.record = await self.store.append_many(session_id, [entry], **title) or live.record
+        live.record = await journal.begin(entries, **title) or live.record
         return history
 
-    async def _finish(self, live: LiveSession, result: TurnResult, settled: TurnSettled) -> None:
-        session_id = live.record.id
+    async def _finish(self, live: LiveSession, journal: TurnJournal, result: TurnResult, settled: TurnSettled) -> None:
+        """Close the turn's open tool calls, say why it failed (if it did), and settle it in the transcript."""
         for call_id, tool in list(live.open_tools.items()):
             await live.emit(ToolProgress(call_id, tool.title, tool.kind, "failed", output="cancelled"))
         live.open_tools.clear()
-        entries: list[tuple[str, str, dict[str, Any]]] = []
-        if result.thoughts:
-            entries.append(("thought", result.thoughts, {}))
-        for tool in result.tool_calls:
-            entries.append(("tool", tool.output or "", {"call_id": tool.call_id, "title": tool.title, "status": tool.status}))
-        for message in result.messages:
-            data: dict[str, Any] = {"message_id": message.message_id}
-            if message.role == "agent":
-                data["stop_reason"] = settled.stop_reason
-            if message.aside:
-                data["audience"] = "user"
-            entries.append((message.role, message.text, data))
-        if settled.error:
-            entries.append(("notice", settled.error, {"level": "error"}))
-        cost = {"cost_delta": result.cost_usd} if result.cost_usd else {}
-        live.record = await self.store.append_many(session_id, entries, **cost) or live.record
         if settled.error:
             await live.emit(Notice(f"The turn could not be completed: {settled.error}", "error"))
+        cost = {"cost_delta": result.cost_usd} if result.cost_usd else {}
+        live.record = await journal.end(settled.stop_reason, **cost) or live.record
 
     async def _model_history(self, live: LiveSession) -> list[ChatMessage]:
         """The conversation as the model sees it, read incrementally (other processes may have added to it)."""
@@ -589,8 +584,14 @@ class SessionHost:
                 continue
             if entry.kind == "user":
                 live.history.append(ChatMessage("user", entry.text))
+                live.history_message = None
             elif entry.kind == "agent":
-                live.history.append(ChatMessage("assistant", entry.text))
+                message_id = entry.payload.get("message_id")
+                if message_id and message_id == live.history_message:  # the next piece of the same reply
+                    live.history[-1] = replace(live.history[-1], text=live.history[-1].text + entry.text)
+                else:
+                    live.history.append(ChatMessage("assistant", entry.text))
+                live.history_message = message_id
         return list(live.history)
 
 

@@ -1,4 +1,4 @@
-"""Durable state: Sessions, their append-only transcripts, and conversation bindings. The only SQL."""
+"""Durable state: Sessions, their append-only transcripts and turns, conversation bindings. The only SQL."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, event
+from sqlalchemy import Connection, delete, event
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.schema import CreateIndex, CreateTable
 from sqlmodel import Field, SQLModel, col, select, update
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -45,6 +46,18 @@ class TranscriptEntry(SQLModel, table=True):
     @property
     def payload(self) -> dict[str, Any]:
         return json.loads(self.data)
+
+
+class TurnRecord(SQLModel, table=True):
+    """A turn of a Session: ``running`` until it settles, or ``interrupted`` when its process ended first."""
+
+    __tablename__ = "turns"
+    id: str = Field(primary_key=True)
+    session_id: str = Field(index=True, foreign_key="sessions.id")
+    state: str = "running"  # running | settled | interrupted
+    stop_reason: str | None = None
+    started_at: float = Field(default_factory=time.time)
+    ended_at: float | None = None
 
 
 class Binding(SQLModel, table=True):
@@ -162,6 +175,8 @@ class SeenUpdate(SQLModel, table=True):
 
 
 POOL_TIMEOUT_SECONDS = 600
+Entry = tuple[str, str, dict[str, Any]]
+"""A transcript entry to append: kind, text and data."""
 
 
 def new_session_id() -> str:
@@ -188,7 +203,7 @@ class Store:
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
         store = cls(url)
         async with store.engine.begin() as conn:
-            await conn.run_sync(SQLModel.metadata.create_all)
+            await conn.run_sync(_create_schema)
         return store
 
     async def close(self) -> None:
@@ -226,22 +241,51 @@ class Store:
     async def append(self, session_id: str, kind: str, text: str = "", **data: Any) -> None:
         await self.append_many(session_id, [(kind, text, data)])
 
-    async def append_many(
-        self, session_id: str, entries: list[tuple[str, str, dict[str, Any]]], **changes: Any
-    ) -> SessionRecord | None:
+    async def append_many(self, session_id: str, entries: list[Entry], **changes: Any) -> SessionRecord | None:
         """Append transcript entries and apply Session changes (as ``update_session``) in one transaction."""
         async with self._sessions() as db:
-            for kind, text, data in entries:
-                db.add(TranscriptEntry(session_id=session_id, kind=kind, text=text, data=json.dumps(data)))
-            record = None
-            if changes:
-                record = await db.get(SessionRecord, session_id)
-                if record is None:
-                    raise KeyError(session_id)
-                _apply(record, changes)
-                db.add(record)
+            record = await _append(db, session_id, entries, changes)
             await db.commit()
             return record
+
+    async def begin_turn(
+        self, session_id: str, turn_id: str, entries: list[Entry], interrupted: Entry, **changes: Any
+    ) -> SessionRecord | None:
+        """Start a turn with its first entries and Session changes, in one transaction. Turns of the Session still
+        running are interrupted first (only one turn runs at a time, so their process ended), each with the
+        ``interrupted`` entry."""
+        async with self._sessions() as db:
+            await _interrupt(db, session_id, None, interrupted)
+            db.add(TurnRecord(id=turn_id, session_id=session_id))
+            record = await _append(db, session_id, entries, changes)
+            await db.commit()
+            return record
+
+    async def end_turn(
+        self, session_id: str, turn_id: str, stop_reason: str, entries: list[Entry], **changes: Any
+    ) -> SessionRecord | None:
+        """Settle a turn with its last entries and Session changes, in one transaction."""
+        async with self._sessions() as db:
+            await db.exec(
+                update(TurnRecord)
+                .where(col(TurnRecord.id) == turn_id)
+                .values(state="settled", stop_reason=stop_reason, ended_at=time.time())
+            )
+            record = await _append(db, session_id, entries, changes)
+            await db.commit()
+            return record
+
+    async def running_turns(self, session_id: str) -> list[str]:
+        """Ids of the Session's turns that have not settled."""
+        query = select(TurnRecord.id).where(TurnRecord.session_id == session_id, TurnRecord.state == "running")
+        async with self._sessions() as db:
+            return list((await db.exec(query)).all())
+
+    async def interrupt_turns(self, session_id: str, turn_ids: list[str], interrupted: Entry) -> None:
+        """Mark those of ``turn_ids`` still running interrupted, each with the ``interrupted`` entry, once."""
+        async with self._sessions() as db:
+            await _interrupt(db, session_id, turn_ids, interrupted)
+            await db.commit()
 
     async def transcript(self, session_id: str, after: int = 0) -> list[TranscriptEntry]:
         """The Session's transcript, oldest first; ``after`` skips entries up to that id."""
@@ -486,6 +530,34 @@ class Store:
             return list((await db.exec(query)).all())
 
 
+async def _append(db: AsyncSession, session_id: str, entries: list[Entry], changes: dict[str, Any]) -> SessionRecord | None:
+    """Add transcript entries and apply Session changes in ``db``; the changed Session, if any."""
+    for kind, text, data in entries:
+        db.add(TranscriptEntry(session_id=session_id, kind=kind, text=text, data=json.dumps(data)))
+    if not changes:
+        return None
+    record = await db.get(SessionRecord, session_id)
+    if record is None:
+        raise KeyError(session_id)
+    _apply(record, changes)
+    db.add(record)
+    return record
+
+
+async def _interrupt(db: AsyncSession, session_id: str, turn_ids: list[str] | None, entry: Entry) -> None:
+    """Mark the Session's running turns (those of ``turn_ids`` when given) interrupted in one statement, so two
+    processes never mark a turn twice, and add ``entry``, with the turn's id, for each."""
+    condition = [col(TurnRecord.session_id) == session_id, col(TurnRecord.state) == "running"]
+    if turn_ids is not None:
+        condition.append(col(TurnRecord.id).in_(turn_ids))
+    marked = await db.exec(
+        update(TurnRecord).where(*condition).values(state="interrupted", ended_at=time.time()).returning(TurnRecord.id)
+    )
+    kind, text, data = entry
+    for turn_id in sorted(marked.scalars().all()):
+        db.add(TranscriptEntry(session_id=session_id, kind=kind, text=text, data=json.dumps({**data, "turn": turn_id})))
+
+
 class Conflict(RuntimeError):
     """Another writer changed the row first; nothing was written."""
 
@@ -510,6 +582,15 @@ def _apply(record: SessionRecord, changes: dict[str, Any]) -> None:
     for key, value in changes.items():
         setattr(record, key, value)
     record.updated_at = time.time()
+
+
+def _create_schema(conn: Connection) -> None:
+    """Create the tables and indexes that are missing. Each statement says IF NOT EXISTS, so processes
+    starting together on a new database do not fail on each other's tables."""
+    for table in SQLModel.metadata.sorted_tables:
+        conn.execute(CreateTable(table, if_not_exists=True))
+        for index in table.indexes:
+            conn.execute(CreateIndex(index, if_not_exists=True))
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
