@@ -11,7 +11,7 @@ from .events import PlanLink
 from .interactions import Choice
 from .plan_execution import ChatExecution
 from .plans import PlanBook, PlanNotFound
-from .reviews import ReviewHub, ReviewLink, ReviewUnavailable
+from .reviews import LINK_NOT_KEPT, ReviewHub, ReviewLink, ReviewUnavailable
 from .store import PlanRecord
 
 ACTIONS = (
@@ -37,9 +37,6 @@ EXECUTE_NOW = (
     Choice("execute", "Execute", "Carry out the approved Plan in its own git worktree now"),
     Choice("later", "Not now", "Leave it approved; choose Execute for it in /load-plan later"),
 )
-
-
-LINK_NOT_KEPT = "(the link was sent earlier and is not kept; send /plan-review to get a new one)"
 
 
 def link_text(plan: PlanRecord, link: ReviewLink, url: str) -> str:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import re
 import secrets
 import time
 import uuid
@@ -17,6 +18,8 @@ from .plans import PlanBook
 from .store import PlanRecord, ReviewRecord, Store
 
 REVIEW_PATH = "/review/"
+LINK_NOT_KEPT = "(the link was sent earlier and is not kept; send /plan-review to get a new one)"
+_STORED_LINK = re.compile(rf"\S+{re.escape(REVIEW_PATH)}[A-Za-z0-9_-]+")
 DEFAULT_REVIEW_TTL = 24 * 3600.0
 WAIT_POLL_SECONDS = 1.0
 TOKEN_BYTES = 32
@@ -24,6 +27,11 @@ TOKEN_BYTES = 32
 LinkBase = Callable[[], Awaitable[str]]
 RefusalReason = Literal["unknown", "expired", "superseded", "decided"]
 OutcomeState = Literal["approved", "changes_requested", "expired", "superseded"]
+
+
+def without_links(text: str) -> str:
+    """``text`` with each review link replaced by a note that it is not kept (release 0.1.0 stored them)."""
+    return _STORED_LINK.sub(LINK_NOT_KEPT, text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Iterable
 from typing import Any, TypeVar
 
 from .events import Event, MessageChunk, Notice, PlanLink, Thought, ToolProgress, UserMessage
+from .reviews import without_links
 from .store import Entry, SessionRecord, Store, TranscriptEntry
 
 log = logging.getLogger(__name__)
@@ -142,7 +143,7 @@ def replay(entries: Iterable[TranscriptEntry]) -> list[Event]:
         if entry.kind == "user":
             events.append(UserMessage(entry.text, data.get("message_id")))
         elif entry.kind == "agent":
-            _join(events, MessageChunk(entry.text, data.get("message_id")))
+            _join(events, MessageChunk(without_links(entry.text), data.get("message_id")))
         elif entry.kind == "thought":
             _join(events, Thought(entry.text))
         elif entry.kind == "tool":
