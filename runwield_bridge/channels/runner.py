@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -16,9 +17,11 @@ from ..web.server import WebServer
 from .bindings import BindingStore
 from .bridge import BUILTIN_AGENT, Bridge
 from .contract import Channel, ChannelContext, ChannelFactory
+from .links import unreachable_links
 from .settings import parse_routes
 from .supervisor import Backoff, Supervisor
 
+log = logging.getLogger(__name__)
 NO_CHANNELS = "wld bridge: no channels configured; add a [channels.NAME] section (see docs/channels.md)"
 
 
@@ -77,6 +80,8 @@ class BridgeService:
 
     async def start(self) -> None:
         inboxes = [(channel, self.bridge.add_channel(channel)) for channel in self.channels]
+        if warning := unreachable_links(self.web.config, self.channels):
+            log.warning(warning)
         if self._needs_web:
             await self._start_web()
         for channel, inbox in inboxes:

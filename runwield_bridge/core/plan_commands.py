@@ -1,4 +1,5 @@
-"""The Plan commands: ``/load-plan`` (alias ``/load-plans``) and ``/plan-review``; a review's outcome resumes the Session."""
+"""The Plan commands: ``/load-plan`` (aliases ``/load-plans``, ``/load_plan``) and ``/plan-review`` (``/plan_review``, for
+command menus that cannot show dashes); a review's outcome resumes the Session."""
 
 from __future__ import annotations
 
@@ -76,8 +77,8 @@ class PlanCommands:
 
     def commands(self) -> tuple[Command, Command]:
         return (
-            Command("load-plan", "List saved Plans and act on one", self.load_plan, aliases=("load-plans",), hint="Plan id (optional)"),
-            Command("plan-review", "Show the live review link, or review this Session's Plan again", self.plan_review),
+            Command("load-plan", "List saved Plans and act on one", self.load_plan, aliases=("load-plans", "load_plan"), hint="Plan id (optional)"),
+            Command("plan-review", "Show the live review link, or review this Session's Plan again", self.plan_review, aliases=("plan_review",)),
         )
 
     async def load_plan(self, ctx: CommandContext, args: str) -> str | None:

@@ -1,0 +1,131 @@
+"""The operator's journey in Telegram: a request, a Plan, its review in the browser, execution, validation and
+publication, each step a new message at the bottom of the chat (real bridge, real python-telegram-bot, the fake)."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from tests.bridge_kit import OWNER, World, bridge_world
+from tests.plan_kit import git, make_project
+
+REQUEST = "make a plan to write README.md saying hello"
+TITLE = "Write README.md saying hello"
+BRANCH = "runwield/write-readme-md-saying-hello-1"
+LINK = re.compile(r"(http://127\.0\.0\.1:\d+/review/[A-Za-z0-9_-]+)")
+
+
+class Operator:
+    """The person on the phone: reads the chat from the bottom, presses buttons, types answers."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.fake = world.fake
+
+    def messages(self) -> list[dict[str, Any]]:
+        return self.fake.bot_messages(OWNER)
+
+    def bottom(self) -> int:
+        """The id of the newest message in the chat (0 if none)."""
+        return max((m["message_id"] for m in self.messages()), default=0)
+
+    async def says(self, text: str) -> None:
+        await self.world.send(OWNER, OWNER, text)
+
+    async def sees(self, text: str, after: int = 0, timeout: float = 20.0) -> dict[str, Any]:
+        """The first finished message newer than ``after`` that shows ``text``."""
+        found: list[dict[str, Any]] = []
+
+        def seen() -> bool:
+            found[:] = [
+                m for m in self.messages()
+                if m["message_id"] > after and text in (m.get("text") or "") and not m["text"].endswith(" …")
+            ]  # fmt: skip
+            return bool(found)
+
+        await self.fake.wait_until(seen, timeout=timeout)
+        return found[0]
+
+    async def answers(self, prompt: str, label: str, after: int = 0) -> dict[str, Any]:
+        """Answer the question showing ``prompt``: press its button ``label``, or type ``label`` where it has none."""
+        question = await self.sees(prompt, after)
+        buttons = [b for row in (question.get("reply_markup") or {}).get("inline_keyboard", []) for b in row if b["text"] == label]
+        if buttons:
+            await self.world.press(OWNER, OWNER, buttons[0]["callback_data"], question["message_id"])
+        else:
+            await self.says(label)
+        return question
+
+    def text(self, message_id: int) -> str:
+        return self.fake.messages[(OWNER, message_id)].get("text") or ""
+
+
+async def decide(url: str, action: str, **fields: str) -> str:
+    """POST a decision to the review page, as its form does."""
+    async with aiohttp.ClientSession() as http, http.post(url, data={"revision": "1", "action": action} | fields) as response:
+        assert response.status == 200, await response.text()
+        return await response.text()
+
+
+@contextlib.asynccontextmanager
+async def journey(tmp_path: Path, commands: list[str]) -> AsyncIterator[tuple[Operator, Path]]:
+    project = make_project(tmp_path / "proj")
+    settings = {"validation": {"commands": commands}}
+    async with bridge_world(tmp_path=tmp_path, telegram={"cwd": str(project)}, **settings) as world:
+        yield Operator(world), project
+
+
+async def plan_under_review(me: Operator) -> tuple[str, int]:
+    """Ask for a Plan and open its review from /load-plan; the review link and the id of its message."""
+    await me.says(REQUEST)
+    await me.sees(f"Saved Plan")
+    await me.says("/load-plan")
+    await me.answers("Choose a Plan", TITLE)
+    await me.answers("what next?", "Review")
+    message = await me.sees("in your browser")
+    match = LINK.search(message["text"])
+    assert match, message["text"]
+    return match.group(1), message["message_id"]
+
+
+async def test_a_review_decided_in_the_browser_reaches_the_chat_as_new_messages(tmp_path: Path) -> None:
+    async with journey(tmp_path, ["grep -q hello README.md"]) as (me, project):
+        url, link_id = await plan_under_review(me)
+        link_text = me.text(link_id)
+
+        await decide(url, "feedback", general="Mention the licence.")
+        feedback = await me.sees("back with feedback", after=link_id)
+        assert "Mention the licence." in feedback["text"]
+        revised = await me.sees("revision 2", after=link_id)
+        assert me.text(link_id) == link_text, "nothing was edited into the link's message above"
+        assert revised["message_id"] >= feedback["message_id"]
+
+
+async def test_approval_execution_validation_and_publication_each_arrive_below_the_last_question(tmp_path: Path) -> None:
+    async with journey(tmp_path, ["grep -q hello README.md"]) as (me, project):
+        url, link_id = await plan_under_review(me)
+        link = me.fake.messages[(OWNER, link_id)]
+        [button] = [b for row in link["reply_markup"]["inline_keyboard"] for b in row]
+        assert button["url"] == url, "the review link is a URL button"
+
+        await decide(url, "approve", general="Keep it short.")
+        approval = await me.sees("The review approved revision 1", after=link_id)
+        assert "Keep it short." in approval["text"], "the reviewer's notes reach the chat"
+        question = await me.answers(f"Execute “{TITLE}” now?", "Execute", after=approval["message_id"])
+        mode = await me.answers("be executed?", "All at once", after=question["message_id"])
+
+        delivery = await me.sees("What now?", after=mode["message_id"])
+        progress = "\n".join(me.text(i) for i in range(mode["message_id"] + 1, delivery["message_id"]))
+        assert f"Creating the worktree and branch {BRANCH}" in progress, "execution progress is shown"
+        assert "write_file README.md" in progress
+        assert "Validation passed: 1 of 1 commands passed" in progress, "the validation outcome comes before the question"
+
+        await me.answers("What now?", "Publish", after=mode["message_id"])
+        published = await me.sees(f"Published branch {BRANCH} at commit", after=delivery["message_id"])
+        assert published["message_id"] > delivery["message_id"], "the commit is reported below the question"
+        assert git(project, "show", f"{BRANCH}:README.md") == "hello"
