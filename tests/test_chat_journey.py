@@ -4,14 +4,19 @@ publication, each step a new message at the bottom of the chat (real bridge, rea
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from tests.bridge_kit import OWNER, World, bridge_world
+from tests.bridge_kit import OWNER, bridge_world, telegram_section
+from tests.fakes.telegram_api import TelegramFake
+from tests.wld_process import WldProcess, free_port
+from tests.wld_process import write_config as write_wld_config
 from tests.plan_kit import git, make_project
 
 REQUEST = "make a plan to write README.md saying hello"
@@ -23,9 +28,8 @@ LINK = re.compile(r"(http://127\.0\.0\.1:\d+/review/[A-Za-z0-9_-]+)")
 class Operator:
     """The person on the phone: reads the chat from the bottom, presses buttons, types answers."""
 
-    def __init__(self, world: World) -> None:
-        self.world = world
-        self.fake = world.fake
+    def __init__(self, fake: TelegramFake) -> None:
+        self.fake = fake
 
     def messages(self) -> list[dict[str, Any]]:
         return self.fake.bot_messages(OWNER)
@@ -35,7 +39,7 @@ class Operator:
         return max((m["message_id"] for m in self.messages()), default=0)
 
     async def says(self, text: str) -> None:
-        await self.world.send(OWNER, OWNER, text)
+        self.fake.push_message(OWNER, OWNER, text)
 
     async def sees(self, text: str, after: int = 0, timeout: float = 20.0) -> dict[str, Any]:
         """The first finished message newer than ``after`` that shows ``text``."""
@@ -56,7 +60,7 @@ class Operator:
         question = await self.sees(prompt, after)
         buttons = [b for row in (question.get("reply_markup") or {}).get("inline_keyboard", []) for b in row if b["text"] == label]
         if buttons:
-            await self.world.press(OWNER, OWNER, buttons[0]["callback_data"], question["message_id"])
+            self.fake.push_callback_query(OWNER, OWNER, buttons[0]["callback_data"], message_id=question["message_id"])
         else:
             await self.says(label)
         return question
@@ -65,9 +69,10 @@ class Operator:
         return self.fake.messages[(OWNER, message_id)].get("text") or ""
 
 
-async def decide(url: str, action: str, **fields: str) -> str:
+async def decide(url: str, action: str, revision: int = 1, **fields: str) -> str:
     """POST a decision to the review page, as its form does."""
-    async with aiohttp.ClientSession() as http, http.post(url, data={"revision": "1", "action": action} | fields) as response:
+    data = {"revision": str(revision), "action": action} | fields
+    async with aiohttp.ClientSession() as http, http.post(url, data=data) as response:
         assert response.status == 200, await response.text()
         return await response.text()
 
@@ -77,7 +82,7 @@ async def journey(tmp_path: Path, commands: list[str]) -> AsyncIterator[tuple[Op
     project = make_project(tmp_path / "proj")
     settings = {"validation": {"commands": commands}}
     async with bridge_world(tmp_path=tmp_path, telegram={"cwd": str(project)}, **settings) as world:
-        yield Operator(world), project
+        yield Operator(world.fake), project
 
 
 async def plan_under_review(me: Operator) -> tuple[str, int]:
@@ -129,3 +134,89 @@ async def test_approval_execution_validation_and_publication_each_arrive_below_t
         published = await me.sees(f"Published branch {BRANCH} at commit", after=delivery["message_id"])
         assert published["message_id"] > delivery["message_id"], "the commit is reported below the question"
         assert git(project, "show", f"{BRANCH}:README.md") == "hello"
+
+
+async def test_what_follows_an_answered_question_is_a_new_message_below_it(tmp_path: Path) -> None:
+    async with journey(tmp_path, []) as (me, project):
+        await me.says(REQUEST)
+        await me.sees("Saved Plan")
+        await me.says("/load-plan")
+        await me.answers("Choose a Plan", TITLE)
+        first_menu = await me.answers("what next?", "View plan details")
+        details = await me.sees("## Steps", after=first_menu["message_id"])
+        details_text = details["text"]
+        second_menu = await me.answers("what next?", "Cancel", after=details["message_id"])
+        cancelled = await me.sees(f"Cancelled; Plan “{TITLE}” is unchanged.")
+        assert cancelled["message_id"] > second_menu["message_id"], "the result is below the question, not edited above it"
+        assert me.text(details["message_id"]) == details_text
+
+        await me.says("please interview me")
+        last = await me.answers("Which language", "Rust")
+        last = await me.answers("Should it include tests?", "Yes", after=last["message_id"])
+        last = await me.answers("Anything else", "no", after=last["message_id"])
+        answers = await me.sees("Your answers, in order: 1. Rust; 2. Yes; 3. no.")
+        assert answers["message_id"] > last["message_id"]
+
+
+@contextlib.asynccontextmanager
+async def wld_bridge(config: Path, fake: TelegramFake) -> AsyncIterator[WldProcess]:
+    """`wld bridge` as a real process, once it listens to the fake; stopped (or already killed) on the way out."""
+    started = len(fake.calls_to("deleteWebhook"))
+    process = await WldProcess.start("bridge", "--config", str(config))
+    try:
+        await fake.wait_until(lambda: len(fake.calls_to("deleteWebhook")) > started, timeout=30)
+        yield process
+    finally:
+        print((await process.stop()).stderr)  # shown when the test fails
+
+
+async def test_the_whole_journey_through_wld_bridge_including_a_sigkill_and_a_restart(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "proj")
+    marker = tmp_path / "validation-runs.txt"
+    # The first validation records its shell's pid and sleeps (the bridge is killed meanwhile); the second checks the work.
+    command = f"echo $$ >> {marker}; if [ $(wc -l < {marker}) -lt 2 ]; then exec sleep 30; fi; grep -q hello README.md"
+    async with TelegramFake() as fake:
+        config = write_wld_config(
+            tmp_path / "wld.toml",
+            {
+                "web": {"listen": f"127.0.0.1:{free_port()}"},
+                "validation": {"commands": [command]},
+                "channels": {"telegram": telegram_section(fake) | {"cwd": str(project)}},
+            },
+        )
+        me = Operator(fake)
+        async with wld_bridge(config, fake) as bridge:
+            url, link_id = await plan_under_review(me)
+            await decide(url, "feedback", general="Mention the licence.")
+            revised = await me.sees("Saved Plan", after=link_id)
+            assert "revision 2" in revised["text"], "the revision after feedback is shown"
+
+            await me.says("/plan_review")
+            second = await me.sees("Review revision 2", after=revised["message_id"])
+            await decide(LINK.search(second["text"]).group(1), "approve", revision=2, general="Keep it short.")
+            approval = await me.sees("The review approved revision 2", after=second["message_id"])
+            assert "Keep it short." in approval["text"]
+            question = await me.answers(f"Execute “{TITLE}” now?", "Execute", after=approval["message_id"])
+            mode = await me.answers("be executed?", "All at once", after=question["message_id"])
+            await fake.wait_until(marker.exists, timeout=30)  # the validation step is under way
+            bridge.proc.kill()
+            await bridge.proc.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(int(marker.read_text().split()[0]), signal.SIGKILL)  # the orphaned validation command
+        crashed_at = me.bottom()
+
+        async with wld_bridge(config, fake):
+            await me.says("what happened?")
+            report = await me.sees(f"Work on Plan “{TITLE}” was interrupted (branch {BRANCH})", after=crashed_at)
+            assert "Uncertain: validation" in report["text"] and "has not been repeated" in report["text"]
+            choices = await me.answers("What now?", "Continue", after=report["message_id"])
+            assert choices["message_id"] > report["message_id"], "the choices come below the recovery report"
+
+            delivery = await me.sees("validation passed. What now?", after=choices["message_id"])
+            outcome = "\n".join(me.text(i) for i in range(choices["message_id"] + 1, delivery["message_id"]))
+            assert "Validation passed: 1 of 1 commands passed" in outcome, "the validation outcome is shown before the question"
+            await me.answers("validation passed. What now?", "Publish", after=choices["message_id"])
+            published = await me.sees(f"Published branch {BRANCH} at commit", after=delivery["message_id"])
+            assert git(project, "show", f"{BRANCH}:README.md") == "hello"
+            order = [revised, approval, mode, report, choices, delivery, published]
+            assert [m["message_id"] for m in order] == sorted(m["message_id"] for m in order), "every step is below the last"
