@@ -90,7 +90,8 @@ async def plan_under_review(me: Operator) -> tuple[str, int]:
     await me.says(REQUEST)
     await me.sees(f"Saved Plan")
     await me.says("/load-plan")
-    await me.answers("Choose a Plan", TITLE)
+    listing = await me.answers("Choose a Plan", "1")
+    assert f"1. {TITLE} (draft, just now)" in listing["text"], "each Plan with its state and age"
     await me.answers("what next?", "Review")
     message = await me.sees("in your browser")
     match = LINK.search(message["text"])
@@ -125,6 +126,7 @@ async def test_approval_execution_validation_and_publication_each_arrive_below_t
         mode = await me.answers("be executed?", "All at once", after=question["message_id"])
 
         delivery = await me.sees("What now?", after=mode["message_id"])
+        assert f"Publish commits the validated work to branch {BRANCH}" in delivery["text"] and "main, is not changed" in delivery["text"]
         progress = "\n".join(me.text(i) for i in range(mode["message_id"] + 1, delivery["message_id"]))
         assert f"Creating the worktree and branch {BRANCH}" in progress, "execution progress is shown"
         assert "write_file README.md" in progress
@@ -135,15 +137,22 @@ async def test_approval_execution_validation_and_publication_each_arrive_below_t
         assert published["message_id"] > delivery["message_id"], "the commit is reported below the question"
         assert git(project, "show", f"{BRANCH}:README.md") == "hello"
 
+        await me.says("/load-plan")
+        listing = await me.answers("Choose a Plan", "1", after=published["message_id"])
+        assert f"{TITLE} (published, just now)" in listing["text"]
+        menu = await me.answers("what next?", "View plan details", after=listing["message_id"])
+        details = await me.sees("Published on branch", after=menu["message_id"])
+        assert f"Published on branch {BRANCH} at commit {git(project, 'rev-parse', BRANCH)[:12]}." in details["text"]
+
 
 async def test_what_follows_an_answered_question_is_a_new_message_below_it(tmp_path: Path) -> None:
     async with journey(tmp_path, []) as (me, project):
         await me.says(REQUEST)
         await me.sees("Saved Plan")
         await me.says("/load-plan")
-        await me.answers("Choose a Plan", TITLE)
+        await me.answers("Choose a Plan", "1")
         first_menu = await me.answers("what next?", "View plan details")
-        details = await me.sees("## Steps", after=first_menu["message_id"])
+        details = await me.sees("Steps", after=first_menu["message_id"])
         details_text = details["text"]
         second_menu = await me.answers("what next?", "Cancel", after=details["message_id"])
         cancelled = await me.sees(f"Cancelled; Plan “{TITLE}” is unchanged.")

@@ -40,6 +40,7 @@ STANDING = {
     "interrupted": "interrupted",
     "held": "on hold",
 }
+BASE_UNTOUCHED = "the branch it started from, such as main, is not changed"
 UNDELIVERED = ("validated", "validation_failed", "unvalidated")
 ACCEPTANCE = ("done", "accept", "accepted", "finish", "finished", "complete")
 PAIR_REMINDER = "Pair Execution of “{title}” is in progress on branch {branch}: your next message is the Agent's next increment; `done` accepts the work and validates it."
@@ -107,6 +108,8 @@ class ChatExecution:
         plan = await self.plans.get(record.plan_id)
         while record.state in AWAITING_CHOICE:
             prompt = f"Execution of “{plan.title}” on branch {record.branch}: {STANDING[record.state]}. What now?"
+            if "publish" in CHOICES[record.state]:
+                prompt += f"\n(Publish commits the validated work to branch {record.branch}; {BASE_UNTOUCHED}.)"
             choice = await choose(ctx, "", prompt, [DELIVERY[c] for c in CHOICES[record.state]], "choice")
             if choice is None:
                 return
