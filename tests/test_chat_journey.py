@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 
 from tests.bridge_kit import OWNER, bridge_world, telegram_section
 from tests.fakes.telegram_api import TelegramFake
+from tests.platform_kit import discord_world, slack_world
 from tests.wld_process import WldProcess, free_port
 from tests.wld_process import write_config as write_wld_config
 from tests.plan_kit import git, make_project
@@ -229,3 +231,31 @@ async def test_the_whole_journey_through_wld_bridge_including_a_sigkill_and_a_re
             assert git(project, "show", f"{BRANCH}:README.md") == "hello"
             order = [revised, approval, mode, report, choices, delivery, published]
             assert [m["message_id"] for m in order] == sorted(m["message_id"] for m in order), "every step is below the last"
+
+
+@pytest.mark.parametrize("platform", ["discord", "slack"])
+async def test_on_discord_and_slack_review_decisions_arrive_as_new_messages_in_the_thread(platform: str, tmp_path: Path) -> None:
+    worlds = {"discord": discord_world, "slack": slack_world}
+    async with worlds[platform]() as world:
+        thread = await world.mention(REQUEST)
+        await world.reply_containing(thread, "Saved Plan", final=True)
+        await world.say(thread, "/plan-review")
+        link_message, buttons = await world.buttons(thread, "in your browser", timeout=20)
+        url = LINK.search(world.current(link_message)).group(1)
+        assert [b.get("url") for b in buttons] == [url], "the review link is a URL button"
+        before = len(world.texts(thread))
+
+        await decide(url, "feedback", general="Mention the licence.")
+        await world.reply_containing(thread, "revision 2", timeout=20, final=True)
+        after = world.texts(thread)[before:]
+        assert any("back with feedback" in text for text in after) and any("revision 2" in text for text in after)
+
+        await world.say(thread, "/plan-review")
+        second, _ = await world.buttons(thread, "Review revision 2", timeout=20)
+        before = len(world.texts(thread))
+        await decide(LINK.search(world.current(second)).group(1), "approve", revision=2, general="Keep it short.")
+        await world.buttons(thread, f"Execute “{TITLE}” now?", timeout=20)
+        after = world.texts(thread)[before:]
+        approved = next(i for i, text in enumerate(after) if "The review approved revision 2" in text)
+        asked = next(i for i, text in enumerate(after) if "now?" in text)
+        assert approved < asked and "Keep it short." in after[approved], "the approval and its notes come above the question"
