@@ -132,7 +132,7 @@ async def test_approval_execution_validation_and_publication_each_arrive_below_t
         progress = "\n".join(me.text(i) for i in range(mode["message_id"] + 1, delivery["message_id"]))
         assert f"Creating the worktree and branch {BRANCH}" in progress, "execution progress is shown"
         assert "write_file README.md" in progress
-        assert "Validation passed: 1 of 1 commands passed" in progress, "the validation outcome comes before the question"
+        assert "✅ Validation passed: 1 of 1 commands passed" in progress, "the validation outcome comes before the question, a pass as ✅"
 
         await me.answers("What now?", "Publish", after=mode["message_id"])
         published = await me.sees(f"Published branch {BRANCH} at commit", after=delivery["message_id"])
@@ -154,6 +154,7 @@ async def test_what_follows_an_answered_question_is_a_new_message_below_it(tmp_p
         await me.says("/load-plan")
         await me.answers("Choose a Plan", "1")
         first_menu = await me.answers("what next?", "View plan details")
+        assert "1/1" not in first_menu["text"] and "Choice" not in first_menu["text"], "a one-field form is just its question"
         details = await me.sees("Steps", after=first_menu["message_id"])
         details_text = details["text"]
         second_menu = await me.answers("what next?", "Cancel", after=details["message_id"])

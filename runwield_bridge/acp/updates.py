@@ -26,7 +26,7 @@ from ..core.store import SessionRecord
 from .extensions import PLAN_LINK, PlanLinkMeta, aliases_meta, meta, turn_settled_update
 from .menus import render_menu
 
-NOTICE_PREFIX = {"info": "ℹ️ ", "warning": "⚠️ ", "error": "❌ "}
+NOTICE_PREFIX = {"info": "ℹ️ ", "success": "✅ ", "warning": "⚠️ ", "error": "❌ "}
 
 
 def _text(text: str) -> dict[str, Any]:
