@@ -260,3 +260,10 @@ async def test_on_discord_and_slack_review_decisions_arrive_as_new_messages_in_t
         approved = next(i for i, text in enumerate(after) if "The review approved revision 2" in text)
         asked = next(i for i, text in enumerate(after) if "now?" in text)
         assert approved < asked and "Keep it short." in after[approved], "the approval and its notes come above the question"
+
+
+async def test_a_failed_turn_says_its_error_once(tmp_path: Path) -> None:
+    async with bridge_world(tmp_path=tmp_path) as world:
+        told = await world.exchange(OWNER, OWNER, "please fail", "could not be completed")
+        assert told["text"].count("asked to fail") == 1 and told["text"].count("❌") == 1, told["text"]
+        assert world.texts(OWNER) == [told["text"]]

@@ -15,6 +15,7 @@ NAMESPACE = "runwield"
 PLAN_LINK = "planLink"
 TURN = "turn"
 ALIASES = "aliases"
+NOTICE = "notice"
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -60,6 +61,18 @@ def aliases_of(command: Any) -> tuple[str, ...]:
     ours = raw.get(NAMESPACE) if isinstance(raw, dict) else None
     aliases = ours.get(ALIASES) if isinstance(ours, dict) else None
     return tuple(a for a in aliases if isinstance(a, str)) if isinstance(aliases, list) else ()
+
+
+def notice_meta(level: str) -> dict[str, Any]:
+    """``_meta.runwield.notice``: the update's text is a notice of this level (info, success, warning, error)."""
+    return {NAMESPACE: {NOTICE: level}}
+
+
+def is_error_notice(update: Any) -> bool:
+    """Whether an update is an error notice (the agent's own words that something failed)."""
+    raw = getattr(update, "field_meta", None)
+    ours = raw.get(NAMESPACE) if isinstance(raw, dict) else None
+    return isinstance(ours, dict) and ours.get(NOTICE) == "error"
 
 
 def plan_link_of(update: Any) -> PlanLinkMeta | None:

@@ -23,7 +23,7 @@ from ..core.events import (
     UserMessage,
 )
 from ..core.store import SessionRecord
-from .extensions import PLAN_LINK, PlanLinkMeta, aliases_meta, meta, turn_settled_update
+from .extensions import PLAN_LINK, PlanLinkMeta, aliases_meta, meta, notice_meta, turn_settled_update
 from .menus import render_menu
 
 NOTICE_PREFIX = {"info": "ℹ️ ", "success": "✅ ", "warning": "⚠️ ", "error": "❌ "}
@@ -54,7 +54,7 @@ def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> dict[s
         return {
             "sessionUpdate": "agent_message_chunk",
             "content": _text(f"\n{prefix}{event.text}\n"),
-            "_meta": {"runwield": {"notice": event.level}},
+            "_meta": notice_meta(event.level),
         }
     if isinstance(event, PlanLink):
         return _with_message_id(

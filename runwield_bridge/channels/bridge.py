@@ -20,7 +20,7 @@ from acp import RequestError, image_block, text_block
 from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
 from ..acp.client import AgentEndpoint
-from ..acp.extensions import aliases_of, turn_of
+from ..acp.extensions import aliases_of, is_error_notice, turn_of
 from ..config import ConfigError
 from ..redaction import redact
 from .agents import AgentLink, AgentUnavailable
@@ -328,6 +328,7 @@ class Bridge:
     async def _turn(self, state: ConversationState, link: AgentLink, blocks: list[Any]) -> None:
         conversation, channel = state.conversation, state.channel
         await self._end_aside(state)
+        state.errors_shown.clear()
         view = state.view = channel.open_reply(conversation)
         down, conn = link.down, link.conn
         stop_reason: str | None = None
@@ -338,7 +339,7 @@ class Bridge:
             response = await conn.prompt(session_id=state.session_id, prompt=blocks)
             stop_reason = response.stop_reason
         except RequestError as exc:
-            error = describe_error(exc)
+            error = None if _already_shown(exc, state.errors_shown) else describe_error(exc)
         except ConnectionError:
             reason = await _reason(down)
             error = (
@@ -376,6 +377,8 @@ class Bridge:
                 state.aside = None
                 self.background.spawn(aside.finish(turn.stop_reason), f"aside:{state.conversation.key}")
         elif state.view is not None:
+            if is_error_notice(update):
+                state.errors_shown.append(getattr(update.content, "text", ""))
             state.view.update(update)
         elif kind in SHOWN:
             if state.aside is None:
@@ -502,6 +505,13 @@ def describe_error(exc: BaseException) -> str:
     data = getattr(exc, "data", None)
     details = data.get("details") if isinstance(data, dict) else None
     return redact(f"{exc}: {details}" if details else str(exc) or type(exc).__name__)
+
+
+def _already_shown(exc: RequestError, notices: list[str]) -> bool:
+    """Whether the agent already said why the turn failed, in an error notice that names the error's details."""
+    data = getattr(exc, "data", None)
+    details = data.get("details") if isinstance(data, dict) else None
+    return isinstance(details, str) and bool(details) and any(details in notice for notice in notices)
 
 
 def _menu_commands(update: Any) -> tuple[MenuCommand, ...]:

@@ -61,6 +61,8 @@ class ConversationState:
     prompting: bool = False
     view: ReplyView | None = None
     """The reply to the turn this bridge started, while it runs."""
+    errors_shown: list[str] = field(default_factory=list)
+    """The error notices the agent sent during the running turn (so its failure is not said twice)."""
     aside: ReplyView | None = None
     """The reply to work the session does without a prompt from here (a review decided, recovery, another client)."""
     replay: Replay | None = None
