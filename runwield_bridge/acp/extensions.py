@@ -40,9 +40,9 @@ class TurnMeta(BaseModel):
     stop_reason: str = Field(alias="stopReason")
 
 
-def meta(key: str, value: BaseModel) -> dict[str, Any]:
+def meta(key: str, value: BaseModel | str | list[str]) -> dict[str, Any]:
     """The ``_meta`` object carrying one RunWield key."""
-    return {NAMESPACE: {key: value.model_dump(by_alias=True)}}
+    return {NAMESPACE: {key: value.model_dump(by_alias=True) if isinstance(value, BaseModel) else value}}
 
 
 def turn_settled_update(stop_reason: str, updated_at: str) -> dict[str, Any]:
@@ -50,29 +50,15 @@ def turn_settled_update(stop_reason: str, updated_at: str) -> dict[str, Any]:
     return {"sessionUpdate": "session_info_update", "updatedAt": updated_at, "_meta": meta(TURN, TurnMeta(stop_reason=stop_reason))}
 
 
-def aliases_meta(aliases: tuple[str, ...]) -> dict[str, Any]:
-    """``_meta.runwield.aliases`` on an available command: other names it answers to."""
-    return {NAMESPACE: {ALIASES: list(aliases)}}
-
-
 def aliases_of(command: Any) -> tuple[str, ...]:
-    """The other names an available command answers to (none if the agent gave none)."""
-    raw = getattr(command, "field_meta", None)
-    ours = raw.get(NAMESPACE) if isinstance(raw, dict) else None
-    aliases = ours.get(ALIASES) if isinstance(ours, dict) else None
+    """The other names an available command answers to (``_meta.runwield.aliases``; none if the agent gave none)."""
+    aliases = _ours(command).get(ALIASES)
     return tuple(a for a in aliases if isinstance(a, str)) if isinstance(aliases, list) else ()
 
 
-def notice_meta(level: str) -> dict[str, Any]:
-    """``_meta.runwield.notice``: the update's text is a notice of this level (info, success, warning, error)."""
-    return {NAMESPACE: {NOTICE: level}}
-
-
 def is_error_notice(update: Any) -> bool:
-    """Whether an update is an error notice (the agent's own words that something failed)."""
-    raw = getattr(update, "field_meta", None)
-    ours = raw.get(NAMESPACE) if isinstance(raw, dict) else None
-    return isinstance(ours, dict) and ours.get(NOTICE) == "error"
+    """Whether an update is an error notice (``_meta.runwield.notice``): the agent's own words that something failed."""
+    return _ours(update).get(NOTICE) == "error"
 
 
 def plan_link_of(update: Any) -> PlanLinkMeta | None:
@@ -85,11 +71,16 @@ def turn_of(update: Any) -> TurnMeta | None:
     return _read(update, TURN, TurnMeta)
 
 
-def _read(update: Any, key: str, model: type[M]) -> M | None:
-    """``_meta.runwield.<key>`` of an update (an SDK model or a dict) as ``model``, if present and well formed."""
-    raw = update.get("_meta") if isinstance(update, dict) else getattr(update, "field_meta", None)
+def _ours(item: Any) -> dict[str, Any]:
+    """``_meta.runwield`` of an update or command (an SDK model or a dict); empty if absent."""
+    raw = item.get("_meta") if isinstance(item, dict) else getattr(item, "field_meta", None)
     ours = raw.get(NAMESPACE) if isinstance(raw, dict) else None
-    value = ours.get(key) if isinstance(ours, dict) else None
+    return ours if isinstance(ours, dict) else {}
+
+
+def _read(update: Any, key: str, model: type[M]) -> M | None:
+    """``_meta.runwield.<key>`` as ``model``, if present and well formed."""
+    value = _ours(update).get(key)
     if value is None:
         return None
     try:

@@ -23,7 +23,7 @@ from ..core.events import (
     UserMessage,
 )
 from ..core.store import SessionRecord
-from .extensions import PLAN_LINK, PlanLinkMeta, aliases_meta, meta, notice_meta, turn_settled_update
+from .extensions import ALIASES, NOTICE, PLAN_LINK, PlanLinkMeta, meta, turn_settled_update
 from .menus import render_menu
 
 NOTICE_PREFIX = {"info": "ℹ️ ", "success": "✅ ", "warning": "⚠️ ", "error": "❌ "}
@@ -54,7 +54,7 @@ def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> dict[s
         return {
             "sessionUpdate": "agent_message_chunk",
             "content": _text(f"\n{prefix}{event.text}\n"),
-            "_meta": notice_meta(event.level),
+            "_meta": meta(NOTICE, event.level),
         }
     if isinstance(event, PlanLink):
         return _with_message_id(
@@ -98,7 +98,7 @@ def commands_update(commands: Sequence[Command]) -> dict[str, Any]:
         if command.hint:
             entry["input"] = {"hint": command.hint}
         if command.aliases:
-            entry["_meta"] = aliases_meta(command.aliases)
+            entry["_meta"] = meta(ALIASES, list(command.aliases))
         available.append(entry)
     return {"sessionUpdate": "available_commands_update", "availableCommands": available}
 

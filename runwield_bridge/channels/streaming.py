@@ -135,7 +135,7 @@ class StreamingReply:
             await self._task
         finally:
             held, self._held = self._held, None
-            self._paused, self._final, self._task = True, False, None
+            self._paused, self._final, self._task = self._paused or bool(self.sent), False, None
             self.document, self.sent, self._edited_at = ReplyDocument(), [], []
             for update in held:
                 self.update(update)
