@@ -90,7 +90,7 @@ async def journey(tmp_path: Path, commands: list[str]) -> AsyncIterator[tuple[Op
 async def plan_under_review(me: Operator) -> tuple[str, int]:
     """Ask for a Plan and open its review from /load-plan; the review link and the id of its message."""
     await me.says(REQUEST)
-    await me.sees(f"Saved Plan")
+    await me.sees("Saved Plan")
     await me.says("/load-plan")
     listing = await me.answers("Choose a Plan", "1")
     assert f"1. {TITLE} (draft, just now)" in listing["text"], "each Plan with its state and age"
