@@ -217,8 +217,7 @@ async def test_the_whole_journey_through_wld_bridge_including_a_sigkill_and_a_re
             os.killpg(int(marker.read_text().split()[0]), signal.SIGKILL)  # the orphaned validation command
         crashed_at = me.bottom()
 
-        async with wld_bridge(config, fake):
-            await me.says("what happened?")
+        async with wld_bridge(config, fake):  # the operator says nothing: the restarted bridge reopens the Session
             report = await me.sees(f"Work on Plan “{TITLE}” was interrupted (branch {BRANCH})", after=crashed_at)
             assert "Uncertain: validation" in report["text"] and "has not been repeated" in report["text"]
             choices = await me.answers("What now?", "Continue", after=report["message_id"])

@@ -118,6 +118,7 @@ class Bridge:
                 await self._say(channel, conversation, stranger_notice(channel.name, sender, conversation))
             return None
         state = self._state(channel, conversation)
+        state.conversation = conversation  # as the platform describes it now (a reopened one did not know it was a group)
         async with state.lock:  # the first await for an allowed message, so arrival order is kept
             await self._restore(state)
             if command := parse_command(message.text):
@@ -171,6 +172,21 @@ class Bridge:
         if state is None:
             state = self._states[conversation.key] = ConversationState(conversation, channel)
         return state
+
+    async def reopen(self, channel: Channel) -> None:
+        """After a start, reopen the channel's conversations bound to the built-in Session Host, so what a Session
+        takes up on its own (an execution interrupted by a crash) reaches them without waiting for a message.
+        Sessions on other agents are reopened by their conversation's next message, as before."""
+        for key in await self.bindings.bound_conversations(f"{channel.name}:", BUILTIN_AGENT):
+            if key in self._states:  # a message got there first, and opens the session itself
+                continue
+            state = self._state(channel, _conversation_of(key))
+            async with state.lock:
+                try:
+                    await self._restore(state)
+                    await self._ready_session(state)
+                except BridgeError as exc:
+                    log.info("could not reopen %s: %s", key, exc)
 
     async def _restore(self, state: ConversationState) -> None:
         """Read the conversation's stored binding, once."""
@@ -512,6 +528,12 @@ def _already_shown(exc: RequestError, notices: list[str]) -> bool:
     data = getattr(exc, "data", None)
     details = data.get("details") if isinstance(data, dict) else None
     return isinstance(details, str) and bool(details) and any(details in notice for notice in notices)
+
+
+def _conversation_of(key: str) -> Conversation:
+    """The conversation a binding key names (``channel:chat`` or ``channel:chat:thread``)."""
+    channel, chat, *thread = key.split(":", 2)
+    return Conversation(channel, chat, thread[0] if thread else None)
 
 
 def _menu_commands(update: Any) -> tuple[MenuCommand, ...]:

@@ -88,6 +88,7 @@ class BridgeService:
             supervisor = Supervisor(f"channel {channel.name}", partial(channel.run, inbox), partial(self.bridge.channel_failed, channel))
             supervisor.start()
             self.supervisors.append(supervisor)
+            self.bridge.background.spawn(self.bridge.reopen(channel), f"reopen:{channel.name}")
 
     async def stop(self) -> None:
         for supervisor in self.supervisors:
