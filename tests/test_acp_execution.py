@@ -16,6 +16,8 @@ from plan_kit import git, make_project, write_config
 from test_acp_plans import decide, heard, reply, review_link
 from test_acp_server import INIT, WLD
 
+from runwield_bridge.acp.extensions import turn_of
+
 PLAN = "make a plan to write README.md saying hello"
 TITLE = "Write README.md saying hello"
 BRANCH = "runwield/write-readme-md-saying-hello-1"
@@ -57,6 +59,11 @@ async def approve_and_execute(client: WireClient, sid: str, mode: str) -> str:
     return text
 
 
+def settled_turns(client: WireClient, start: int, sid: str) -> list[str]:
+    """The stop reasons of the turns announced as ended (``_meta.runwield.turn`` on ``session_info_update``)."""
+    return [turn.stop_reason for u in since(client, start, sid, "session_info_update") if (turn := turn_of(u)) is not None]
+
+
 def tool_titles(client: WireClient, start: int, sid: str) -> list[str]:
     return [u["title"] for u in since(client, start, sid, "tool_call")]
 
@@ -81,8 +88,9 @@ async def test_execute_from_chat_reports_validation_and_publishes_only_when_chos
 async def test_a_failing_validation_is_the_outcome_whatever_the_agent_claims(tmp_path: Path) -> None:
     async with project_session(tmp_path, ["test -f CHANGELOG.md"]) as (client, sid, project):
         text = await approve_and_execute(client, sid, "All at once")
-        claim, verdict = text.index("every test passes"), text.index("Validation failed: 0 of 1 commands passed")
-        assert claim < verdict, "the Agent claims success; the reported outcome is the validation"
+        marked, claim = text.index("The Agent's own account of its work follows"), text.index("every test passes")
+        verdict = text.index("❌ Validation failed: 0 of 1 commands passed")
+        assert marked < claim < verdict, "the Agent's claim is marked as its own words; the reported outcome is the validation"
         menu = menus(client, 0, sid)[-1]
         assert "Publish" not in menu
         for n, label in enumerate(["Continue", "Reopen for review", "Hold", "Abandon"], 1):
@@ -103,6 +111,8 @@ async def test_review_feedback_from_the_page_makes_the_session_revise_the_plan(t
         text = await heard(client, sid, start, "revision 2")
         assert "sent revision 1 of “Write README.md saying hello” back with feedback:\nMention the licence." in text
         assert model_requests(client, start, sid) == 2, "a planning turn: revise_plan, then the reply"
+        await client.wait_message(lambda _: bool(settled_turns(client, start, sid)), 10)
+        assert settled_turns(client, start, sid) == ["end_turn"], "the end of the Session's own turn is announced"
         [revised] = wld_home.glob("plans/*/*/rev-2.md")
         assert "Mention the licence." in revised.read_text()
 

@@ -69,7 +69,8 @@ async def test_load_plan_lists_plans_and_its_menu_views_details_reviews_and_canc
     for n, label in enumerate(["Resume planning", "View plan details", "Review", "Execute", "Cancel"], 1):
         assert f"{n}. {label}" in actions
     _, text = await reply(client, sid, "View plan details")
-    assert "Plan “Add a README”" in text and "revision 1 of 1, draft" in text and "## Steps" in text
+    assert "Plan “Add a README”" in text and "revision 1 of 1, draft" in text and "**Steps**" in text
+    assert "File:" not in text, "no server path in the chat"
     assert len(menus(client, start, sid)) == 3, "the action menu comes again"
     _, text = await reply(client, sid, "4")
     assert "is not approved. Only an approved Plan executes" in text
@@ -111,12 +112,11 @@ async def test_resume_planning_starts_an_agent_turn_on_the_plan(chat) -> None:
 async def test_plan_review_in_each_state(chat) -> None:
     client, sid = chat
     _, text = await reply(client, sid, "/plan-review")
-    assert "has not reviewed a Plan yet" in text and "choose Review for the Plan in /load-plan" in text
+    assert "has no Plan to review yet" in text and "choose Review for the Plan in /load-plan" in text
     await make_plan(client, sid)
-    await reply(client, sid, "/load-plan")
-    await reply(client, sid, "1")
-    _, text = await reply(client, sid, "Review")
+    _, text = await reply(client, sid, "/plan-review")
     first = review_link(text)
+    assert "Review revision 1 of “Add a README”" in text, "a Plan never reviewed starts its review at once"
 
     _, text = await reply(client, sid, "/plan-review")
     assert text.startswith("A review is already open.") and review_link(text) == first
@@ -136,7 +136,7 @@ async def test_plan_review_in_each_state(chat) -> None:
 
     await say(client, sid, "make a plan to add a licence")
     _, text = await reply(client, sid, "/plan-review")
-    assert "was replaced by “Add a licence”, which has not been reviewed" in text
+    assert "Review revision 1 of “Add a licence”" in text and review_link(text), "the newest Plan's first review"
 
 
 async def test_load_plan_with_forms(tmp_path: Path) -> None:

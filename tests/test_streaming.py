@@ -7,6 +7,7 @@ import asyncio
 from acp import text_block, update_agent_message, update_agent_thought
 from acp.schema import ToolCallProgress, ToolCallStart
 
+from runwield_bridge.acp.extensions import PLAN_LINK, PlanLinkMeta, meta
 from runwield_bridge.channels.contract import Capabilities, Conversation
 from tests.bridge_kit import RecordingChannel
 
@@ -79,9 +80,21 @@ async def test_links_marked_in_meta_become_url_buttons() -> None:
     channel = RecordingChannel(Capabilities(max_message_length=100, url_buttons=True))
     reply = channel.open_reply(HERE)
     update = chunk("Plan ready: https://wield.example.com/plans/1")
-    update.field_meta = {"runwield": {"link": {"url": "https://wield.example.com/plans/1", "title": "Review plan"}}}
+    link = PlanLinkMeta(url="https://wield.example.com/plans/1", plan_id="plan_1", revision=1, expires_at="2026-12-02T00:00:00Z", label="Review plan")
+    update.field_meta = meta(PLAN_LINK, link)  # the Session Host's own definition of the key
     reply.update(update)
     await reply.finish("end_turn")
     [(text, buttons)] = channel.messages.values()
     assert "https://wield.example.com/plans/1" in text, "the link stays usable as plain text"
     assert [(b.label, b.url) for b in buttons] == [("Review plan", "https://wield.example.com/plans/1")]
+
+
+async def test_after_a_pause_for_a_question_what_follows_is_a_new_message_below() -> None:
+    channel = RecordingChannel(Capabilities(max_message_length=100))
+    reply = channel.open_reply(HERE)
+    reply.update(chunk("Before the question."))
+    await reply.pause()
+    assert channel.texts() == ["Before the question."], "delivered as final, without the cursor"
+    reply.update(chunk("After the answer."))
+    await reply.finish("cancelled")
+    assert channel.texts() == ["Before the question.", "After the answer.\n\n⏹ Cancelled."]

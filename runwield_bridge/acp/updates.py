@@ -18,13 +18,15 @@ from ..core.events import (
     SelectionChanged,
     Thought,
     ToolProgress,
+    TurnSettled,
     Usage,
     UserMessage,
 )
 from ..core.store import SessionRecord
+from .extensions import ALIASES, NOTICE, PLAN_LINK, PlanLinkMeta, meta, turn_settled_update
 from .menus import render_menu
 
-NOTICE_PREFIX = {"info": "ℹ️ ", "warning": "⚠️ ", "error": "❌ "}
+NOTICE_PREFIX = {"info": "ℹ️ ", "success": "✅ ", "warning": "⚠️ ", "error": "❌ "}
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -52,11 +54,11 @@ def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> dict[s
         return {
             "sessionUpdate": "agent_message_chunk",
             "content": _text(f"\n{prefix}{event.text}\n"),
-            "_meta": {"runwield": {"notice": event.level}},
+            "_meta": meta(NOTICE, event.level),
         }
     if isinstance(event, PlanLink):
         return _with_message_id(
-            {"sessionUpdate": "agent_message_chunk", "content": _text(event.text), "_meta": {"runwield": {"planLink": plan_link_meta(event)}}},
+            {"sessionUpdate": "agent_message_chunk", "content": _text(event.text), "_meta": meta(PLAN_LINK, plan_link_meta(event))},
             event.message_id,
         )
     if isinstance(event, SelectionChanged) and catalog is not None:
@@ -64,13 +66,18 @@ def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> dict[s
         return {"sessionUpdate": "config_option_update", "configOptions": options}
     if isinstance(event, QuestionAsked):
         return question_update(render_menu(event.question), event.question_id, "asked")
+    if isinstance(event, TurnSettled):
+        return turn_settled_update(event.stop_reason, _iso(time.time()))
     return None
 
 
-def plan_link_meta(link: PlanLink) -> dict[str, Any]:
+def plan_link_meta(link: PlanLink) -> PlanLinkMeta:
     """Presentation hints for a review link (a button, say); the text already carries the URL for plain clients."""
-    expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(link.expires_at))
-    return {"url": link.url, "planId": link.plan_id, "revision": link.revision, "expiresAt": expires, "label": "Review the Plan"}
+    return PlanLinkMeta(url=link.url, plan_id=link.plan_id, revision=link.revision, expires_at=_iso(link.expires_at))
+
+
+def _iso(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def question_update(text: str, question_id: str, state: Literal["asked", "unmatched", "other"]) -> dict[str, Any]:
@@ -91,7 +98,7 @@ def commands_update(commands: Sequence[Command]) -> dict[str, Any]:
         if command.hint:
             entry["input"] = {"hint": command.hint}
         if command.aliases:
-            entry["_meta"] = {"runwield": {"aliases": list(command.aliases)}}
+            entry["_meta"] = meta(ALIASES, list(command.aliases))
         available.append(entry)
     return {"sessionUpdate": "available_commands_update", "availableCommands": available}
 

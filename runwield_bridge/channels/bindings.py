@@ -1,4 +1,4 @@
-"""Where conversation bindings persist: the store's ``bindings`` table behind a two-method interface."""
+"""Where conversation bindings persist: the store's ``bindings`` table behind a small interface."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ class BindingStore(Protocol):
 
     async def set_binding(self, conversation: str, agent: str, acp_session_id: str, cwd: str | None = None) -> BindingRecord: ...
 
+    async def bound_conversations(self, prefix: str, agent: str) -> list[str]: ...
+
 
 @dataclass
 class _Binding:
@@ -41,3 +43,6 @@ class MemoryBindings:
     async def set_binding(self, conversation: str, agent: str, acp_session_id: str, cwd: str | None = None) -> BindingRecord:
         binding = self._bindings[conversation] = _Binding(agent, acp_session_id, cwd)
         return binding
+
+    async def bound_conversations(self, prefix: str, agent: str) -> list[str]:
+        return [key for key, binding in self._bindings.items() if key.startswith(prefix) and binding.agent == agent]

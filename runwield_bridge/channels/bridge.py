@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
 import os
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from acp import RequestError, image_block, text_block
 from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
 from ..acp.client import AgentEndpoint
+from ..acp.extensions import aliases_of, is_error_notice, turn_of
 from ..config import ConfigError
 from ..redaction import redact
 from .agents import AgentLink, AgentUnavailable
@@ -26,7 +28,7 @@ from .allowlist import Allowlist, NoticeThrottle, stranger_notice
 from .asking import CANCELLED, ask_permission, ask_question
 from .background import Background
 from .bindings import BindingStore
-from .commands import BRIDGE_COMMANDS, Command, parse_command
+from .commands import BRIDGE_COMMANDS, GREETING, Command, command_list, parse_command
 from .contract import ButtonPress, Channel, Conversation, IncomingMessage, MenuCommand, ModelChoice, ModelMenu, Sender
 from .conversations import BridgeError, ConversationState, Replay
 from .dedupe import Deliveries, MemoryUpdateLog, UpdateLog
@@ -36,10 +38,12 @@ from .interactions import Interactions
 from .questions import Unsupported
 from .sender import sender_context, wants_sender_context
 from .settings import BindingRoute
+from .streaming import SHOWN
 from .supervisor import Backoff
 
 log = logging.getLogger(__name__)
 BUILTIN_AGENT = "runwield"
+COMMANDS_WAIT = 2.0  # how long /help waits for a just-opened session's list of commands
 
 
 class Bridge:
@@ -65,6 +69,7 @@ class Bridge:
         self._states: dict[str, ConversationState] = {}
         self._turns: set[asyncio.Task[None]] = set()
         self._by_session: dict[tuple[str, str], ConversationState] = {}
+        self._early_commands: dict[tuple[str, str], tuple[MenuCommand, ...]] = {}  # came before the session was bound
         self._allowlists: dict[str, Allowlist] = {}
         self._notices: dict[str, NoticeThrottle] = {}
         for i, route in enumerate(self.routes):
@@ -117,6 +122,7 @@ class Bridge:
                 await self._say(channel, conversation, stranger_notice(channel.name, sender, conversation))
             return None
         state = self._state(channel, conversation)
+        state.conversation = conversation  # as the platform describes it now (a reopened one did not know it was a group)
         async with state.lock:  # the first await for an allowed message, so arrival order is kept
             await self._restore(state)
             if command := parse_command(message.text):
@@ -170,6 +176,21 @@ class Bridge:
         if state is None:
             state = self._states[conversation.key] = ConversationState(conversation, channel)
         return state
+
+    async def reopen(self, channel: Channel) -> None:
+        """After a start, reopen the channel's conversations bound to the built-in Session Host, so what a Session
+        takes up on its own (an execution interrupted by a crash) reaches them without waiting for a message.
+        Sessions on other agents are reopened by their conversation's next message, as before."""
+        for key in await self.bindings.bound_conversations(f"{channel.name}:", BUILTIN_AGENT):
+            if key in self._states:  # a message got there first, and opens the session itself
+                continue
+            state = self._state(channel, _conversation_of(key))
+            async with state.lock:
+                try:
+                    await self._restore(state)
+                    await self._ready_session(state)
+                except BridgeError as exc:
+                    log.info("could not reopen %s: %s", key, exc)
 
     async def _restore(self, state: ConversationState) -> None:
         """Read the conversation's stored binding, once."""
@@ -313,6 +334,8 @@ class Bridge:
         if holder is not None and holder is not state and holder.running:
             raise BridgeError(f"Session {session_id} is busy with a turn in another conversation. Nothing was changed; try again once it is done.")
         self._by_session[(agent, session_id)] = state
+        if (commands := self._early_commands.pop((agent, session_id), None)) is not None:
+            self._commands_changed(state, commands)
 
     def _route(self, conversation: Conversation) -> BindingRoute | None:
         return next((r for r in self.routes if r.matches(conversation.channel, conversation.chat, conversation.thread)), None)
@@ -338,6 +361,8 @@ class Bridge:
 
     async def _turn(self, state: ConversationState, link: AgentLink, blocks: list[Any]) -> None:
         conversation, channel = state.conversation, state.channel
+        await self._end_aside(state)
+        state.errors_shown.clear()
         view = state.view = channel.open_reply(conversation)
         down, conn = link.down, link.conn
         stop_reason: str | None = None
@@ -348,7 +373,7 @@ class Bridge:
             response = await conn.prompt(session_id=state.session_id, prompt=blocks)
             stop_reason = response.stop_reason
         except RequestError as exc:
-            error = describe_error(exc)
+            error = None if _already_shown(exc, state.errors_shown) else describe_error(exc)
         except ConnectionError:
             reason = await _reason(down)
             error = (
@@ -368,25 +393,54 @@ class Bridge:
     # -- from agents (the ACP client side) -------------------------------------
 
     def on_update(self, agent: str, session_id: str, update: Any) -> None:
+        kind = getattr(update, "session_update", None)
         state = self._by_session.get((agent, session_id))
         if state is None:
+            if kind == "available_commands_update":  # a new session's commands come before its binding is made
+                self._early_commands[(agent, session_id)] = _menu_commands(update)
             return
         if state.replay is not None:
             state.replay.add(update)
             return
-        kind = getattr(update, "session_update", None)
         if kind == "available_commands_update":
-            state.agent_commands = tuple(MenuCommand(c.name, c.description) for c in update.available_commands)
-            self.background.spawn(self._refresh_menu(state), f"menu:{state.conversation.key}")
+            self._commands_changed(state, _menu_commands(update))
         elif kind == "config_option_update":
             state.model_option = _model_option(update.config_options) or state.model_option
+        elif (turn := turn_of(update)) is not None:
+            if (aside := state.aside) is not None:
+                state.aside = None
+                self.background.spawn(aside.finish(turn.stop_reason), f"aside:{state.conversation.key}")
         elif state.view is not None:
+            if is_error_notice(update):
+                state.errors_shown.append(getattr(update.content, "text", ""))
             state.view.update(update)
+        elif kind in SHOWN:
+            if state.aside is None:
+                state.aside = state.channel.open_reply(state.conversation)
+            state.aside.update(update)
+
+    async def _end_aside(self, state: ConversationState) -> None:
+        """A turn from here starts: finish the reply to work the session was doing on its own, above it."""
+        aside, state.aside = state.aside, None
+        if aside is not None:
+            await aside.finish()
+
+    def _commands_changed(self, state: ConversationState, commands: tuple[MenuCommand, ...]) -> None:
+        state.agent_commands = commands
+        state.commands_known.set()
+        self.background.spawn(self._refresh_menu(state), f"menu:{state.conversation.key}")
+
+    async def _pause_replies(self, state: ConversationState) -> None:
+        """A question is about to be shown: what the replies said so far stays above it, what follows goes below."""
+        for view in (state.view, state.aside):
+            if view is not None:
+                await view.pause()
 
     async def on_permission(self, agent: str, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption]) -> RequestPermissionResponse:
         state = self._by_session.get((agent, session_id))
         if state is None:
             return CANCELLED
+        await self._pause_replies(state)
         return await ask_permission(self.interactions, state.channel, state.conversation, tool_call, options)
 
     async def on_elicitation(self, agent: str, session_id: str | None, params: Any) -> dict[str, Any]:
@@ -394,6 +448,7 @@ class Bridge:
         if state is None:
             log.warning("agent %s asked a question for unknown session %s; declined", agent, session_id)
             return {"action": "decline"}
+        await self._pause_replies(state)
         try:
             return await ask_question(self.interactions, state.channel, state.conversation, params)
         except Unsupported as exc:
@@ -411,6 +466,9 @@ class Bridge:
         if command.name == "status":
             await self._say(channel, conversation, self._status(state))
             return
+        if command.name in ("help", GREETING):
+            await self._say(channel, conversation, await self._help(state, greet=command.name == GREETING))
+            return
         if state.running:
             await self._say(channel, conversation, f"A turn is running; send /cancel before /{command.name}.")
             return
@@ -426,6 +484,23 @@ class Bridge:
                     await self._say(channel, conversation, replay.summary(session_id, state.agent or ""))
         except BridgeError as exc:
             await self._say(channel, conversation, str(exc))
+
+    async def _help(self, state: ConversationState, greet: bool) -> str:
+        """Every command here (the agent's too, opening the session to learn them); a greeting adds what the bot does."""
+        name = state.agent or state.channel.settings.agent
+        if not state.running:
+            with contextlib.suppress(BridgeError, TimeoutError):
+                await self._ready_session(state)
+                await asyncio.wait_for(state.commands_known.wait(), COMMANDS_WAIT)
+        text = command_list(state.agent or name, state.agent_commands)
+        if not greet:
+            return text
+        hello = (
+            f"👋 Hello! This chat talks to the coding agent {name}. Tell it what you need in a message: it works in "
+            "your project, asks here when it needs an answer (tap a button or reply), and shows its progress and "
+            "results as new messages. It can make Plans you review in your browser and then execute them."
+        )
+        return f"{hello}\n\n{text}\n\n{self._status(state)}"
 
     def _status(self, state: ConversationState) -> str:
         name = state.agent or state.channel.settings.agent
@@ -464,6 +539,23 @@ def describe_error(exc: BaseException) -> str:
     data = getattr(exc, "data", None)
     details = data.get("details") if isinstance(data, dict) else None
     return redact(f"{exc}: {details}" if details else str(exc) or type(exc).__name__)
+
+
+def _already_shown(exc: RequestError, notices: list[str]) -> bool:
+    """Whether the agent already said why the turn failed, in an error notice that names the error's details."""
+    data = getattr(exc, "data", None)
+    details = data.get("details") if isinstance(data, dict) else None
+    return isinstance(details, str) and bool(details) and any(details in notice for notice in notices)
+
+
+def _conversation_of(key: str) -> Conversation:
+    """The conversation a binding key names (``channel:chat`` or ``channel:chat:thread``)."""
+    channel, chat, *thread = key.split(":", 2)
+    return Conversation(channel, chat, thread[0] if thread else None)
+
+
+def _menu_commands(update: Any) -> tuple[MenuCommand, ...]:
+    return tuple(MenuCommand(c.name, c.description, aliases_of(c)) for c in update.available_commands)
 
 
 def _model_option(options: Any) -> Any:

@@ -107,6 +107,10 @@ class ConsoleReply:
             term.newline()
             term.write(f"  [{update.used}/{update.size} tokens{cost}]\n")
 
+    async def pause(self) -> None:
+        """A question follows: end the line, so it starts on its own."""
+        self.terminal.newline()
+
     async def finish(self, stop_reason: str | None = None, error: str | None = None) -> None:
         self.terminal.newline()
         if error:
@@ -119,7 +123,7 @@ class ConsoleChannel:
     """The terminal as a channel: no buttons and no edits, so questions are numbered prompts."""
 
     name = "console"
-    capabilities = Capabilities(max_message_length=1_000_000, edits=False, buttons=False, full_history=True)
+    capabilities = Capabilities(max_message_length=1_000_000, edits=False, buttons=False, full_history=True, local=True)
 
     def __init__(self, settings: ConsoleSettings, session_id: str | None = None, out: TextIO = sys.stdout) -> None:
         self.settings = settings

@@ -33,6 +33,8 @@ class Capabilities:
     threads: bool = False
     command_menu: bool = False
     full_history: bool = False
+    local: bool = False
+    """People read it on this machine (a terminal), where loopback links open."""
     """Show a resumed session's history in full (a terminal) rather than as a one-message summary."""
     weight: Weight = char_weight
     """What one character costs against ``max_message_length`` (Telegram: UTF-16 units; Slack: bytes)."""
@@ -121,6 +123,8 @@ class MenuCommand:
 
     name: str
     description: str
+    aliases: tuple[str, ...] = ()
+    """Other names the command answers to, for menus that cannot show its name (Telegram: no dashes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +165,9 @@ class ReplyView(Protocol):
 
     def update(self, update: Any) -> None:
         """Take one ACP session update; must not block (rendering happens in the background)."""
+
+    async def pause(self) -> None:
+        """A question is about to be shown: deliver what arrived as final; later updates go into new messages below it."""
 
     async def finish(self, stop_reason: str | None = None, error: str | None = None) -> None:
         """Show the end of the turn (stop reason or error) and return once everything is delivered."""

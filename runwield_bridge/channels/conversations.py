@@ -60,8 +60,15 @@ class ConversationState:
     """The session's model config option (a ``select``), as the agent last described it."""
     prompting: bool = False
     view: ReplyView | None = None
+    """The reply to the turn this bridge started, while it runs."""
+    errors_shown: list[str] = field(default_factory=list)
+    """The error notices the agent sent during the running turn (so its failure is not said twice)."""
+    aside: ReplyView | None = None
+    """The reply to work the session does without a prompt from here (a review decided, recovery, another client)."""
     replay: Replay | None = None
     agent_commands: tuple[MenuCommand, ...] = ()
+    commands_known: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once the agent has said which commands the session offers."""
     menu: tuple[MenuCommand, ...] = ()
 
     @property

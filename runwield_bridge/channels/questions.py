@@ -209,10 +209,14 @@ def _has_format(fmt: str, answer: str) -> bool:
 
 
 def field_question(message: str, field: Field, number: int, total: int) -> Question:
-    """The numbered text prompt for one field of a form (the form's message goes with the first)."""
+    """The text prompt for one field of a form (the form's message goes with the first); a form's only field is the
+    message's own question, so it carries no number and no title."""
     optional = f" (optional; reply {SKIP} to skip)" if not field.required else ""
     title = f"{number}/{total}. {field.title}{optional}"
-    lines = [f"❓ {message}", "", title] if number == 1 else [f"❓ {title}"]
+    if total == 1:
+        lines = [f"❓ {message}"] + ([optional.strip()] if optional else [])
+    else:
+        lines = [f"❓ {message}", "", title] if number == 1 else [f"❓ {title}"]
     if field.description:
         lines.append(field.description)
     hint = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -17,8 +18,11 @@ from .bindings import BindingStore
 from .bridge import BUILTIN_AGENT, Bridge
 from .contract import Channel, ChannelContext, ChannelFactory
 from .dedupe import UpdateLog
+from .links import unreachable_links
 from .settings import parse_routes
 from .supervisor import Backoff, Supervisor
+
+log = logging.getLogger(__name__)
 
 
 class BridgeStore(BindingStore, UpdateLog, Protocol):
@@ -91,12 +95,15 @@ class BridgeService:
 
     async def start(self) -> None:
         inboxes = [(channel, self.bridge.add_channel(channel)) for channel in self.channels]
+        if warning := unreachable_links(self.web.config, self.channels):
+            log.warning(warning)
         if self._needs_web:
             await self._start_web()
         for channel, inbox in inboxes:
             supervisor = Supervisor(f"channel {channel.name}", partial(channel.run, inbox), partial(self.bridge.channel_failed, channel))
             self.listeners.append(supervisor.start())
             self.supervisors.append(supervisor)
+            self.bridge.background.spawn(self.bridge.reopen(channel), f"reopen:{channel.name}")
 
     async def channel_done(self) -> bool:
         """Wait until a channel's listener ends by itself (True: ``/quit`` or end of input at a console),

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..acp.extensions import plan_link_of
 from .budget import ChatBudget, Clock
 from .chunker import split_message
 from .contract import Button, Channel, Conversation, MessageRef, RateLimited
@@ -30,15 +31,14 @@ STOP_TEXT = {
     "max_turn_requests": "⚠️ Stopped: the agent reached its limit of model requests for one turn.",
     "refusal": "⚠️ The agent refused to continue.",
 }
+SHOWN = ("agent_message_chunk", "tool_call", "tool_call_update")
+"""The updates a reply shows as text (thoughts only show as typing)."""
 
 
 def link_of(update: Any) -> tuple[str, str] | None:
-    """A link the agent marked for a button: ``_meta.runwield.link = {url, title}`` on an update."""
-    meta = getattr(update, "field_meta", None) or {}
-    link = (meta.get("runwield") or {}).get("link") if isinstance(meta, dict) else None
-    if isinstance(link, dict) and isinstance(link.get("url"), str):
-        return link["url"], str(link.get("title") or "Open")
-    return None
+    """A link the agent marked for a button (RunWield's review link): its URL and label."""
+    link = plan_link_of(update)
+    return (link.url, link.label) if link is not None else None
 
 
 @dataclass
@@ -103,13 +103,20 @@ class StreamingReply:
         self._typing_due = 0.0
         self._want_typing = False
         self._failures = 0
+        self._titles: dict[str, str] = {}
+        self._held: list[Any] | None = None  # updates that arrive while pausing, for the next message
+        self._paused = False
 
     def update(self, update: Any) -> None:
+        if self._held is not None:
+            self._held.append(update)
+            return
         kind = getattr(update, "session_update", None)
         if kind == "agent_message_chunk":
             self.document.add_text(getattr(update.content, "text", ""))
         elif kind in ("tool_call", "tool_call_update"):
-            self.document.tool(update.tool_call_id, update.title, update.status)
+            title = self._titles[update.tool_call_id] = update.title or self._titles.get(update.tool_call_id) or update.tool_call_id
+            self.document.tool(update.tool_call_id, title, update.status)
         elif kind == "agent_thought_chunk":
             self._want_typing = True
         else:
@@ -118,9 +125,24 @@ class StreamingReply:
             self.document.links.append(link)
         self._poke()
 
+    async def pause(self) -> None:
+        """Deliver what arrived so far as final; what comes next starts a new message below (a question was asked)."""
+        if self._task is None:
+            return
+        self._held, self._final = [], True
+        self._poke()
+        try:
+            await self._task
+        finally:
+            held, self._held = self._held, None
+            self._paused, self._final, self._task = self._paused or bool(self.sent), False, None
+            self.document, self.sent, self._edited_at = ReplyDocument(), [], []
+            for update in held:
+                self.update(update)
+
     async def finish(self, stop_reason: str | None = None, error: str | None = None) -> None:
         footer = f"❌ {error}" if error else STOP_TEXT.get(stop_reason or "end_turn", "")
-        if not footer and not self.document.render():
+        if not footer and not self.document.render() and not self._paused:
             footer = "(The agent ended its turn without a reply.)"
         self.document.footer = footer
         self._final = True

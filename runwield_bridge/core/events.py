@@ -63,7 +63,7 @@ class Notice:
     """Something the user should know that is not part of the reply."""
 
     text: str
-    level: Literal["info", "warning", "error"] = "info"
+    level: Literal["info", "success", "warning", "error"] = "info"
 
 
 @dataclass(frozen=True, slots=True)

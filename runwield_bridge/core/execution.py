@@ -292,7 +292,7 @@ class Executor:
         state = {"passed": "validated", "failed": "validation_failed", "unvalidated": "unvalidated"}[report.state]
         outcome = _outcome(record, validation=report.summary(), state=report.state, tree=snapshot.output)
         record = await self.store.update_execution(record.id, {"state": "executing"}, state=state, outcome=outcome)
-        await emit(Notice(report.summary(), {"passed": "info", "failed": "error", "unvalidated": "warning"}[report.state]))
+        await emit(Notice(report.summary(), {"passed": "success", "failed": "error", "unvalidated": "warning"}[report.state]))
         return record
 
     async def _stopped(self, record: ExecutionRecord, failed: StepFailed, emit: Emit) -> ExecutionRecord:
@@ -368,7 +368,7 @@ class Executor:
         await self.store.update_execution(
             record.id, {"state": "published"}, state="published", outcome=_outcome(record, publication=asdict(publication))
         )
-        await emit(Notice(f"Published branch {record.branch} at commit {made[:12]}. {summary}"))
+        await emit(Notice(f"Published branch {record.branch} at commit {made[:12]}. {summary}", "success"))
         return publication
 
     async def _get(self, execution_id: str) -> ExecutionRecord:

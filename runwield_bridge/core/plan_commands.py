@@ -1,7 +1,10 @@
-"""The Plan commands: ``/load-plan`` (alias ``/load-plans``) and ``/plan-review``; a review's outcome resumes the Session."""
+"""The Plan commands: ``/load-plan`` (aliases ``/load-plans``, ``/load_plan``) and ``/plan-review`` (``/plan_review``, for
+command menus that cannot show dashes); a review's outcome resumes the Session."""
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from dataclasses import dataclass
 
@@ -33,6 +36,9 @@ WHY_NOT = {
 }
 
 
+STANDING = {"in_review": "in review", "held": "on hold", "interrupted": "interrupted (waiting for your choice)"}
+HEADING = re.compile(r"^#{1,6}\s+(.+)$", re.MULTILINE)
+
 EXECUTE_NOW = (
     Choice("execute", "Execute", "Carry out the approved Plan in its own git worktree now"),
     Choice("later", "Not now", "Leave it approved; choose Execute for it in /load-plan later"),
@@ -59,6 +65,28 @@ def revise_prompt(plan: PlanRecord, revision: int, feedback: str) -> str:
     )
 
 
+def standing(plan: PlanRecord) -> str:
+    """Where a Plan stands, in words: draft, in review, approved, executing, published, on hold..."""
+    return STANDING.get(plan.state, plan.state.replace("_", " "))
+
+
+def age(seconds: float) -> str:
+    """How long ago, roughly: ``just now``, ``5 min ago``, ``3 h ago``, ``2 days ago``."""
+    minutes = int(seconds // 60)
+    if minutes < 1:
+        return "just now"
+    if minutes < 60:
+        return f"{minutes} min ago"
+    if minutes < 48 * 60:
+        return f"{minutes // 60} h ago"
+    return f"{minutes // (24 * 60)} days ago"
+
+
+def readable(markdown: str) -> str:
+    """A Plan's markdown for a chat: headings as bold lines instead of ``## Heading``."""
+    return HEADING.sub(lambda m: f"**{m.group(1).strip()}**", markdown)
+
+
 def why_not_reviewable(plan: PlanRecord) -> str:
     return f"Plan “{plan.title}” " + WHY_NOT.get(plan.state, f"is {plan.state}").format(approved=plan.approved_revision) + "."
 
@@ -73,8 +101,8 @@ class PlanCommands:
 
     def commands(self) -> tuple[Command, Command]:
         return (
-            Command("load-plan", "List saved Plans and act on one", self.load_plan, aliases=("load-plans",), hint="Plan id (optional)"),
-            Command("plan-review", "Show the live review link, or review this Session's Plan again", self.plan_review),
+            Command("load-plan", "List saved Plans and act on one", self.load_plan, aliases=("load-plans", "load_plan"), hint="Plan id (optional)"),
+            Command("plan-review", "Review this Session's Plan in the browser (or show its live review link)", self.plan_review, aliases=("plan_review",)),
         )
 
     async def load_plan(self, ctx: CommandContext, args: str) -> str | None:
@@ -83,7 +111,8 @@ class PlanCommands:
         if not saved and not args:
             await ctx.say("There are no saved Plans for this project yet. Ask the Agent to make a plan.")
             return None
-        choices = [Choice(p.id, p.title, f"revision {p.current_revision}, {p.state.replace('_', ' ')}") for p in saved]
+        now = time.time()
+        choices = [Choice(p.id, f"{p.title} ({standing(p)}, {age(now - p.updated_at)})", f"revision {p.current_revision}") for p in saved]
         plan_id = await choose(ctx, args, "Choose a Plan", choices, "Plan")
         if plan_id is None:
             return None
@@ -110,18 +139,13 @@ class PlanCommands:
             return None
 
     async def plan_review(self, ctx: CommandContext, args: str) -> None:
-        """The live review's link; else a new review of the Session's reviewed Plan, if it is still eligible."""
+        """The Session's newest Plan (else the one it reviewed): its live review's link, or a new review if it is eligible;
+        a Plan never reviewed starts its first review."""
+        newest = next(iter(await self.plans.for_session(ctx.session.id)), None)
         earlier = await self.plans.store.reviews_for_session(ctx.session.id)
-        if not earlier:
-            await ctx.say(f"This Session has not reviewed a Plan yet, so there is nothing to review again. {HOW_TO_REVIEW}")
-            return
-        plan = await self.plans.store.get_plan(earlier[0].plan_id)
+        plan = newest or (await self.plans.store.get_plan(earlier[0].plan_id) if earlier else None)
         if plan is None:
-            await ctx.say(f"The Plan this Session reviewed no longer exists. {HOW_TO_REVIEW}")
-            return
-        newest = next(iter(await self.plans.for_session(ctx.session.id)), plan)
-        if newest.id != plan.id:
-            await ctx.say(f"Plan “{plan.title}” was replaced by “{newest.title}”, which has not been reviewed. {HOW_TO_REVIEW}")
+            await ctx.say(f"This Session has no Plan to review yet: ask the Agent to make a plan. {HOW_TO_REVIEW}")
             return
         await self._review(ctx, plan)
 
@@ -179,12 +203,17 @@ class PlanCommands:
         await self.execution.execute(ctx, plan)
 
     async def _details(self, plan: PlanRecord) -> str:
+        """The Plan as a person reads it in chat: where it stands (a published one: its branch and commit), then its text."""
         revisions = await self.plans.store.plan_revisions(plan.id)
         approved = f", approved revision {plan.approved_revision}" if plan.approved_revision else ""
-        text = self.plans.text(plan)
+        published = ""
+        if plan.state == "published":
+            done = await self.plans.store.list_executions(plan_id=plan.id, states=("published",))
+            if done and (publication := json.loads(done[-1].outcome).get("publication")):
+                published = f"\nPublished on branch {publication['branch']} at commit {publication['commit'][:12]}."
         return (
-            f"Plan “{plan.title}” ({plan.id}): revision {plan.current_revision} of {len(revisions)}, "
-            f"{plan.state.replace('_', ' ')}{approved}.\nFile: {self.plans.path(plan, plan.current_revision)}\n\n{text}"
+            f"Plan “{plan.title}”: revision {plan.current_revision} of {len(revisions)}, {standing(plan)}{approved}.{published}"
+            f"\n\n{readable(self.plans.text(plan))}"
         )
 
     def _resume_prompt(self, plan: PlanRecord) -> str:

@@ -40,6 +40,8 @@ STANDING = {
     "interrupted": "interrupted",
     "held": "on hold",
 }
+AGENT_WORDS = "🤖 The Agent's own account of its work follows; the project's validation, after it, decides the outcome."
+BASE_UNTOUCHED = "the branch it started from, such as main, is not changed"
 UNDELIVERED = ("validated", "validation_failed", "unvalidated")
 ACCEPTANCE = ("done", "accept", "accepted", "finish", "finished", "complete")
 PAIR_REMINDER = "Pair Execution of “{title}” is in progress on branch {branch}: your next message is the Agent's next increment; `done` accepts the work and validates it."
@@ -107,6 +109,8 @@ class ChatExecution:
         plan = await self.plans.get(record.plan_id)
         while record.state in AWAITING_CHOICE:
             prompt = f"Execution of “{plan.title}” on branch {record.branch}: {STANDING[record.state]}. What now?"
+            if "publish" in CHOICES[record.state]:
+                prompt += f"\n(Publish commits the validated work to branch {record.branch}; {BASE_UNTOUCHED}.)"
             choice = await choose(ctx, "", prompt, [DELIVERY[c] for c in CHOICES[record.state]], "choice")
             if choice is None:
                 return
@@ -204,6 +208,7 @@ class ChatExecution:
         """The Agent's work for an execution round: a model turn in the worktree on the round's prompt."""
 
         async def work(worktree: Path) -> None:
+            await ctx.say(AGENT_WORDS)
             await ctx.agent_turn(prompt(worktree), worktree)
 
         return work

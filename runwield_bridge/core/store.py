@@ -301,6 +301,12 @@ class Store:
         async with self._sessions() as db:
             return await db.get(Binding, conversation)
 
+    async def bound_conversations(self, prefix: str, agent: str) -> list[str]:
+        """The conversations (keys starting with ``prefix``) bound to a session on ``agent``."""
+        query = select(Binding.conversation).where(col(Binding.conversation).startswith(prefix), Binding.agent == agent)
+        async with self._sessions() as db:
+            return list((await db.exec(query)).all())
+
     async def set_binding(self, conversation: str, agent: str, acp_session_id: str, cwd: str | None = None) -> Binding:
         async with self._sessions() as db:
             binding = await db.get(Binding, conversation) or Binding(conversation=conversation, agent=agent, acp_session_id=acp_session_id)

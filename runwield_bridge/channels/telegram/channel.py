@@ -228,5 +228,11 @@ def _keyboard(buttons: Sequence[Button]) -> InlineKeyboardMarkup | None:
 
 
 def _bot_commands(commands: Sequence[MenuCommand]) -> list[BotCommand]:
-    return [BotCommand(c.name, (c.description or c.name)[:256]) for c in commands if _COMMAND_NAME.match(c.name)]
+    """The menu entries: each command under the first of its names Telegram can show (``load_plan`` for ``load-plan``)."""
+    entries: dict[str, BotCommand] = {}
+    for command in commands:
+        name = next((n for n in (command.name, *command.aliases) if _COMMAND_NAME.match(n)), None)
+        if name is not None and name not in entries:
+            entries[name] = BotCommand(name, (command.description or name)[:256])
+    return list(entries.values())
 

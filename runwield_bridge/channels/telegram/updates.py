@@ -47,8 +47,6 @@ def message_event(update: Update, bot: Bot, me: BotIdentity, require_mention: bo
     if conversation.group and require_mention and not _addressed(message, text, me):
         return None
     text = re.sub(rf"@{re.escape(me.username)}\b", "", text, flags=re.IGNORECASE).strip()
-    if text.split(maxsplit=1)[:1] == ["/start"]:
-        text = "/status"
     images: tuple[Attachment, ...] = ()
     if message.photo:
         images = (Attachment("image/jpeg", _downloader(bot, message.photo[-1].file_id)),)

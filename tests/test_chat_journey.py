@@ -1,0 +1,268 @@
+"""The operator's journey in Telegram: a request, a Plan, its review in the browser, execution, validation and
+publication, each step a new message at the bottom of the chat (real bridge, real python-telegram-bot, the fake)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.bridge_kit import OWNER, bridge_world, telegram_section
+from tests.fakes.telegram_api import TelegramFake
+from tests.platform_kit import discord_world, slack_world
+from tests.wld_process import WldProcess, free_port
+from tests.wld_process import write_config as write_wld_config
+from tests.plan_kit import git, make_project
+
+REQUEST = "make a plan to write README.md saying hello"
+TITLE = "Write README.md saying hello"
+BRANCH = "runwield/write-readme-md-saying-hello-1"
+LINK = re.compile(r"(http://127\.0\.0\.1:\d+/review/[A-Za-z0-9_-]+)")
+
+
+class Operator:
+    """The person on the phone: reads the chat from the bottom, presses buttons, types answers."""
+
+    def __init__(self, fake: TelegramFake) -> None:
+        self.fake = fake
+
+    def messages(self) -> list[dict[str, Any]]:
+        return self.fake.bot_messages(OWNER)
+
+    def bottom(self) -> int:
+        """The id of the newest message in the chat (0 if none)."""
+        return max((m["message_id"] for m in self.messages()), default=0)
+
+    async def says(self, text: str) -> None:
+        self.fake.push_message(OWNER, OWNER, text)
+
+    async def sees(self, text: str, after: int = 0, timeout: float = 20.0) -> dict[str, Any]:
+        """The first finished message newer than ``after`` that shows ``text``."""
+        found: list[dict[str, Any]] = []
+
+        def seen() -> bool:
+            found[:] = [
+                m for m in self.messages()
+                if m["message_id"] > after and text in (m.get("text") or "") and not m["text"].endswith(" …")
+            ]  # fmt: skip
+            return bool(found)
+
+        await self.fake.wait_until(seen, timeout=timeout)
+        return found[0]
+
+    async def answers(self, prompt: str, label: str, after: int = 0) -> dict[str, Any]:
+        """Answer the question showing ``prompt``: press its button ``label``, or type ``label`` where it has none."""
+        question = await self.sees(prompt, after)
+        buttons = [b for row in (question.get("reply_markup") or {}).get("inline_keyboard", []) for b in row if b["text"] == label]
+        if buttons:
+            self.fake.push_callback_query(OWNER, OWNER, buttons[0]["callback_data"], message_id=question["message_id"])
+        else:
+            await self.says(label)
+        return question
+
+    def text(self, message_id: int) -> str:
+        return self.fake.messages[(OWNER, message_id)].get("text") or ""
+
+
+async def decide(url: str, action: str, revision: int = 1, **fields: str) -> str:
+    """POST a decision to the review page, as its form does."""
+    data = {"revision": str(revision), "action": action} | fields
+    async with aiohttp.ClientSession() as http, http.post(url, data=data) as response:
+        assert response.status == 200, await response.text()
+        return await response.text()
+
+
+@contextlib.asynccontextmanager
+async def journey(tmp_path: Path, commands: list[str]) -> AsyncIterator[tuple[Operator, Path]]:
+    project = make_project(tmp_path / "proj")
+    settings = {"validation": {"commands": commands}}
+    async with bridge_world(tmp_path=tmp_path, telegram={"cwd": str(project)}, **settings) as world:
+        yield Operator(world.fake), project
+
+
+async def plan_under_review(me: Operator) -> tuple[str, int]:
+    """Ask for a Plan and open its review from /load-plan; the review link and the id of its message."""
+    await me.says(REQUEST)
+    await me.sees("Saved Plan")
+    await me.says("/load-plan")
+    listing = await me.answers("Choose a Plan", "1")
+    assert f"1. {TITLE} (draft, just now)" in listing["text"], "each Plan with its state and age"
+    await me.answers("what next?", "Review")
+    message = await me.sees("in your browser")
+    match = LINK.search(message["text"])
+    assert match, message["text"]
+    return match.group(1), message["message_id"]
+
+
+async def test_a_review_decided_in_the_browser_reaches_the_chat_as_new_messages(tmp_path: Path) -> None:
+    async with journey(tmp_path, ["grep -q hello README.md"]) as (me, project):
+        url, link_id = await plan_under_review(me)
+        link_text = me.text(link_id)
+
+        await decide(url, "feedback", general="Mention the licence.")
+        feedback = await me.sees("back with feedback", after=link_id)
+        assert "Mention the licence." in feedback["text"]
+        revised = await me.sees("revision 2", after=link_id)
+        assert me.text(link_id) == link_text, "nothing was edited into the link's message above"
+        assert revised["message_id"] >= feedback["message_id"]
+
+
+async def test_approval_execution_validation_and_publication_each_arrive_below_the_last_question(tmp_path: Path) -> None:
+    async with journey(tmp_path, ["grep -q hello README.md"]) as (me, project):
+        url, link_id = await plan_under_review(me)
+        link = me.fake.messages[(OWNER, link_id)]
+        [button] = [b for row in link["reply_markup"]["inline_keyboard"] for b in row]
+        assert button["url"] == url, "the review link is a URL button"
+
+        await decide(url, "approve", general="Keep it short.")
+        approval = await me.sees("The review approved revision 1", after=link_id)
+        assert "Keep it short." in approval["text"], "the reviewer's notes reach the chat"
+        question = await me.answers(f"Execute “{TITLE}” now?", "Execute", after=approval["message_id"])
+        mode = await me.answers("be executed?", "All at once", after=question["message_id"])
+
+        delivery = await me.sees("What now?", after=mode["message_id"])
+        assert f"Publish commits the validated work to branch {BRANCH}" in delivery["text"] and "main, is not changed" in delivery["text"]
+        progress = "\n".join(me.text(i) for i in range(mode["message_id"] + 1, delivery["message_id"]))
+        assert f"Creating the worktree and branch {BRANCH}" in progress, "execution progress is shown"
+        assert "write_file README.md" in progress
+        assert "✅ Validation passed: 1 of 1 commands passed" in progress, "the validation outcome comes before the question, a pass as ✅"
+
+        await me.answers("What now?", "Publish", after=mode["message_id"])
+        published = await me.sees(f"Published branch {BRANCH} at commit", after=delivery["message_id"])
+        assert published["message_id"] > delivery["message_id"], "the commit is reported below the question"
+        assert git(project, "show", f"{BRANCH}:README.md") == "hello"
+
+        await me.says("/load-plan")
+        listing = await me.answers("Choose a Plan", "1", after=published["message_id"])
+        assert f"{TITLE} (published, just now)" in listing["text"]
+        menu = await me.answers("what next?", "View plan details", after=listing["message_id"])
+        details = await me.sees("Published on branch", after=menu["message_id"])
+        assert f"Published on branch {BRANCH} at commit {git(project, 'rev-parse', BRANCH)[:12]}." in details["text"]
+
+
+async def test_what_follows_an_answered_question_is_a_new_message_below_it(tmp_path: Path) -> None:
+    async with journey(tmp_path, []) as (me, project):
+        await me.says(REQUEST)
+        await me.sees("Saved Plan")
+        await me.says("/load-plan")
+        await me.answers("Choose a Plan", "1")
+        first_menu = await me.answers("what next?", "View plan details")
+        assert "1/1" not in first_menu["text"] and "Choice" not in first_menu["text"], "a one-field form is just its question"
+        details = await me.sees("Steps", after=first_menu["message_id"])
+        details_text = details["text"]
+        second_menu = await me.answers("what next?", "Cancel", after=details["message_id"])
+        cancelled = await me.sees(f"Cancelled; Plan “{TITLE}” is unchanged.")
+        assert cancelled["message_id"] > second_menu["message_id"], "the result is below the question, not edited above it"
+        assert me.text(details["message_id"]) == details_text
+
+        await me.says("please interview me")
+        last = await me.answers("Which language", "Rust")
+        last = await me.answers("Should it include tests?", "Yes", after=last["message_id"])
+        last = await me.answers("Anything else", "no", after=last["message_id"])
+        answers = await me.sees("Your answers, in order: 1. Rust; 2. Yes; 3. no.")
+        assert answers["message_id"] > last["message_id"]
+
+
+@contextlib.asynccontextmanager
+async def wld_bridge(config: Path, fake: TelegramFake) -> AsyncIterator[WldProcess]:
+    """`wld bridge` as a real process, once it listens to the fake; stopped (or already killed) on the way out."""
+    started = len(fake.calls_to("deleteWebhook"))
+    process = await WldProcess.start("bridge", "--config", str(config))
+    try:
+        await fake.wait_until(lambda: len(fake.calls_to("deleteWebhook")) > started, timeout=30)
+        yield process
+    finally:
+        print((await process.stop()).stderr)  # shown when the test fails
+
+
+async def test_the_whole_journey_through_wld_bridge_including_a_sigkill_and_a_restart(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "proj")
+    marker = tmp_path / "validation-runs.txt"
+    # The first validation records its shell's pid and sleeps (the bridge is killed meanwhile); the second checks the work.
+    command = f"echo $$ >> {marker}; if [ $(wc -l < {marker}) -lt 2 ]; then exec sleep 30; fi; grep -q hello README.md"
+    async with TelegramFake() as fake:
+        config = write_wld_config(
+            tmp_path / "wld.toml",
+            {
+                "web": {"listen": f"127.0.0.1:{free_port()}"},
+                "validation": {"commands": [command]},
+                "channels": {"telegram": telegram_section(fake) | {"cwd": str(project)}},
+            },
+        )
+        me = Operator(fake)
+        async with wld_bridge(config, fake) as bridge:
+            url, link_id = await plan_under_review(me)
+            await decide(url, "feedback", general="Mention the licence.")
+            revised = await me.sees("Saved Plan", after=link_id)
+            assert "revision 2" in revised["text"], "the revision after feedback is shown"
+
+            await me.says("/plan_review")
+            second = await me.sees("Review revision 2", after=revised["message_id"])
+            await decide(LINK.search(second["text"]).group(1), "approve", revision=2, general="Keep it short.")
+            approval = await me.sees("The review approved revision 2", after=second["message_id"])
+            assert "Keep it short." in approval["text"]
+            question = await me.answers(f"Execute “{TITLE}” now?", "Execute", after=approval["message_id"])
+            mode = await me.answers("be executed?", "All at once", after=question["message_id"])
+            await fake.wait_until(marker.exists, timeout=30)  # the validation step is under way
+            bridge.proc.kill()
+            await bridge.proc.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(int(marker.read_text().split()[0]), signal.SIGKILL)  # the orphaned validation command
+        crashed_at = me.bottom()
+
+        async with wld_bridge(config, fake):  # the operator says nothing: the restarted bridge reopens the Session
+            report = await me.sees(f"Work on Plan “{TITLE}” was interrupted (branch {BRANCH})", after=crashed_at)
+            assert "Uncertain: validation" in report["text"] and "has not been repeated" in report["text"]
+            choices = await me.answers("What now?", "Continue", after=report["message_id"])
+            assert choices["message_id"] > report["message_id"], "the choices come below the recovery report"
+
+            delivery = await me.sees("validation passed. What now?", after=choices["message_id"])
+            outcome = "\n".join(me.text(i) for i in range(choices["message_id"] + 1, delivery["message_id"]))
+            assert "Validation passed: 1 of 1 commands passed" in outcome, "the validation outcome is shown before the question"
+            await me.answers("validation passed. What now?", "Publish", after=choices["message_id"])
+            published = await me.sees(f"Published branch {BRANCH} at commit", after=delivery["message_id"])
+            assert git(project, "show", f"{BRANCH}:README.md") == "hello"
+            order = [revised, approval, mode, report, choices, delivery, published]
+            assert [m["message_id"] for m in order] == sorted(m["message_id"] for m in order), "every step is below the last"
+
+
+@pytest.mark.parametrize("platform", ["discord", "slack"])
+async def test_on_discord_and_slack_review_decisions_arrive_as_new_messages_in_the_thread(platform: str, tmp_path: Path) -> None:
+    worlds = {"discord": discord_world, "slack": slack_world}
+    async with worlds[platform]() as world:
+        thread = await world.mention(REQUEST)
+        await world.reply_containing(thread, "Saved Plan", final=True)
+        await world.say(thread, "/plan-review")
+        link_message, buttons = await world.buttons(thread, "in your browser", timeout=20)
+        url = LINK.search(world.current(link_message)).group(1)
+        assert [b.get("url") for b in buttons] == [url], "the review link is a URL button"
+        before = len(world.texts(thread))
+
+        await decide(url, "feedback", general="Mention the licence.")
+        await world.reply_containing(thread, "revision 2", timeout=20, final=True)
+        after = world.texts(thread)[before:]
+        assert any("back with feedback" in text for text in after) and any("revision 2" in text for text in after)
+
+        await world.say(thread, "/plan-review")
+        second, _ = await world.buttons(thread, "Review revision 2", timeout=20)
+        before = len(world.texts(thread))
+        await decide(LINK.search(world.current(second)).group(1), "approve", revision=2, general="Keep it short.")
+        await world.buttons(thread, f"Execute “{TITLE}” now?", timeout=20)
+        after = world.texts(thread)[before:]
+        approved = next(i for i, text in enumerate(after) if "The review approved revision 2" in text)
+        asked = next(i for i, text in enumerate(after) if "now?" in text)
+        assert approved < asked and "Keep it short." in after[approved], "the approval and its notes come above the question"
+
+
+async def test_a_failed_turn_says_its_error_once(tmp_path: Path) -> None:
+    async with bridge_world(tmp_path=tmp_path) as world:
+        told = await world.exchange(OWNER, OWNER, "please fail", "could not be completed")
+        assert told["text"].count("asked to fail") == 1 and told["text"].count("❌") == 1, told["text"]
+        assert world.texts(OWNER) == [told["text"]]
