@@ -171,8 +171,9 @@ class AcpAgentServer:
         await self._open(session_id)
         record = await self.host.get(session_id)  # fresh: another process may have changed it
         emit = self.emitter(record.id)
-        for event in await self.host.history(record.id) if replay else ():
-            await emit(event)
+        if replay:
+            for event in await self.host.history(record.id):
+                await emit(event)
         self._after_response(self._advertise_commands(record.id))
         self._after_response(self.host.attend(record.id, emit, self._forms(record.id)))
         return {"configOptions": record_options(self.host.models, record)}
