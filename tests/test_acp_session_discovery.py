@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -51,8 +52,12 @@ async def test_initialize_advertises_list_and_resume(tmp_path: Path) -> None:
     assert caps["list"] == {} and caps["resume"] == {}
 
 
-async def test_list_pages_through_every_session_newest_first(tmp_path: Path, wld_home: Path) -> None:
+@pytest.mark.parametrize("same_time", [False, True], ids=["apart", "all-updated-at-once"])
+async def test_list_pages_through_every_session_newest_first(tmp_path: Path, wld_home: Path, same_time: bool) -> None:
     made = await stored_sessions(wld_home, tmp_path, PAGE_SIZE + 10)
+    if same_time:  # Sessions updated in the same instant still page without a gap or a repeat
+        with sqlite3.connect(wld_home / "wld.db") as db:
+            db.execute("UPDATE sessions SET updated_at = 1700000000.25")
     async with WireClient.spawn([WLD, "acp"], cwd=tmp_path) as client:
         await client.call("initialize", INIT)
         pages = await list_all(client)
