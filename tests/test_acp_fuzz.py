@@ -37,9 +37,10 @@ METHODS = (
     "session/delete",
     "_session/steering",
     "session/list",
+    "session/resume",
     "no/such_method",
 )
-ROUTED = set(METHODS) - {"session/cancel", "session/list", "no/such_method"}  # the requests `wld acp` serves
+ROUTED = set(METHODS) - {"session/cancel", "no/such_method"}  # the requests `wld acp` serves
 INVALID_IDS = (True, False, 0.5, 1.0, -2.5, {}, {"id": 1}, [], [1], 2**63, -(2**63) - 1, "\ud800", "a\udfffb")
 
 text = st.text(st.characters(codec=None, exclude_categories=()), max_size=12)  # lone surrogates included
@@ -55,6 +56,8 @@ def templates(session_id: str, cwd: str) -> dict[str, dict[str, Any]]:
         "authenticate": {"methodId": "agent-login"},
         "session/new": {"cwd": cwd, "mcpServers": []},
         "session/load": {"sessionId": session_id, "cwd": cwd, "mcpServers": []},
+        "session/resume": {"sessionId": session_id, "cwd": cwd},
+        "session/list": {"cwd": cwd},
         "session/prompt": prompt,
         "session/set_config_option": {"sessionId": session_id, "configId": "thought_level", "value": "low"},
         "session/cancel": {"sessionId": session_id},

@@ -67,12 +67,11 @@ async def test_initialize_answers_the_version_we_support_never_an_echo(tmp_path:
         assert result["protocolVersion"] == 1
 
 
-async def test_initialize_advertises_what_we_do_and_not_list(tmp_path: Path) -> None:
+async def test_initialize_advertises_what_we_do_and_not_images(tmp_path: Path) -> None:
     async with WireClient.spawn([WLD, "--mode", "acp"], cwd=tmp_path) as client:
         caps = (await client.call("initialize", INIT))["agentCapabilities"]
     assert caps["loadSession"] is True
     assert caps["sessionCapabilities"]["delete"] == {} and caps["sessionCapabilities"]["close"] == {}
-    assert "list" not in caps["sessionCapabilities"]
     assert caps["promptCapabilities"]["image"] is False
 
 

@@ -5,8 +5,10 @@ acpx is a headless ACP client. Two of its modes are exercised end to end over re
 * ``acpx --agent CMD exec PROMPT``: one process, initialize -> session/new -> session/prompt;
 * named persistent sessions: ``sessions new --name work``, then ``prompt -s work PROMPT`` from two
   separate acpx processes. The second one starts a fresh ``wld acp`` (the first one's queue owner
-  has exited) and continues the Session with ``session/load``; the scripted model's context usage
-  and our own store show that the second turn saw the first one's history.
+  has exited) and continues the Session with ``session/resume`` (acpx prefers it to ``session/load``
+  when advertised); the scripted model's context usage and our own store show that the second turn
+  saw the first one's history;
+* ``sessions list``: acpx asks the agent with ``session/list`` and prints what it answers.
 
 acpx keeps per-session state under ``$HOME/.acpx`` and a detached "queue owner" process per
 session that outlives the CLI call for ``--ttl`` seconds (0 means forever). Each test gets its own
@@ -211,9 +213,11 @@ def test_acpx_named_session_continues_across_processes(acpx: Acpx, capsys: pytes
     second = acpx.run("prompt", "-s", "work", second_prompt)
     assert second.returncode == 0, second.describe()
     messages = second.messages()
-    (load,) = requests(messages, "session/load")
-    assert load["params"]["sessionId"] == session_id
-    result_of(messages, load)
+    (resume,) = requests(messages, "session/resume")
+    assert resume["params"]["sessionId"] == session_id
+    result_of(messages, resume)
+    assert not requests(messages, "session/load")
+    assert not [u for u in updates(messages, "user_message_chunk")], "resuming replays no history"
     assert not requests(messages, "session/new"), "acpx made a new Session instead of continuing 'work'"
     prompted, reply, used_second = prompt_turn(second)
     assert (prompted, reply) == (session_id, f"You said: {second_prompt}")
@@ -238,3 +242,21 @@ def test_acpx_named_session_continues_across_processes(acpx: Acpx, capsys: pytes
     assert closed.returncode == 0, closed.describe()
     assert closed.messages()[-1]["action"] == "session_closed"
     assert acpx.wait_until_no_processes(30) == {}, "processes left after `acpx sessions close`"
+
+
+def test_acpx_lists_our_sessions_with_session_list(acpx: Acpx) -> None:
+    prompt_turn(acpx.run("exec", "tidy the changelog"))
+    (session_id,) = acpx.session_ids()
+
+    listed = acpx.run("sessions", "list")
+    assert listed.returncode == 0, listed.describe()
+    (result,) = listed.messages()
+    assert result["source"] == "agent", "acpx fell back to its local records instead of session/list"
+    (info,) = result["sessions"]
+    assert (info["sessionId"], info["cwd"], info["title"]) == (session_id, str(acpx.project), "tidy the changelog")
+    assert "nextCursor" not in result or result["nextCursor"] is None
+
+    elsewhere = acpx.run("sessions", "list", "--filter-cwd", str(acpx.home))
+    assert elsewhere.returncode == 0, elsewhere.describe()
+    assert elsewhere.messages()[0]["sessions"] == []
+    assert acpx.wait_until_no_processes(10) == {}, "acpx sessions list left processes behind"

@@ -18,9 +18,11 @@ from acp.schema import (
     CloseSessionRequest,
     DeleteSessionRequest,
     InitializeRequest,
+    ListSessionsRequest,
     LoadSessionRequest,
     NewSessionRequest,
     PromptRequest,
+    ResumeSessionRequest,
     SetSessionConfigOptionSelectRequest,
 )
 from pydantic import BaseModel, ValidationError
@@ -40,6 +42,7 @@ from ..core.sessions import (
 )
 from ..core.steering import SteeringRejected
 from .forms import form_outcome, form_request
+from .listing import list_sessions
 from .menus import ChatReply, NoMatch, did_not_match, interpret, other_prompt, read_reply
 from .transport import has_invalid_text
 from .updates import commands_update, event_to_update, question_update, record_options
@@ -69,6 +72,8 @@ class AcpAgentServer:
             "authenticate": ("AuthenticateRequest", AuthenticateRequest, self.authenticate),
             "session/new": ("NewSessionRequest", NewSessionRequest, self.new_session),
             "session/load": ("LoadSessionRequest", LoadSessionRequest, self.load_session),
+            "session/resume": ("ResumeSessionRequest", ResumeSessionRequest, self.resume_session),
+            "session/list": ("ListSessionsRequest", ListSessionsRequest, self.list_sessions),
             "session/prompt": ("PromptRequest", PromptRequest, self.prompt),
             "session/close": ("CloseSessionRequest", CloseSessionRequest, self.close_session),
             "session/delete": ("DeleteSessionRequest", DeleteSessionRequest, self.delete_session),
@@ -131,7 +136,7 @@ class AcpAgentServer:
                 "loadSession": True,
                 "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": False, "sse": False},
-                "sessionCapabilities": {"delete": {}, "close": {}},
+                "sessionCapabilities": {"list": {}, "resume": {}, "delete": {}, "close": {}},
             },
             "agentInfo": {"name": "runwield", "title": "RunWield", "version": version("runwield-bridge")},
             "authMethods": [],
@@ -151,12 +156,24 @@ class AcpAgentServer:
         return {"sessionId": record.id, "configOptions": record_options(self.host.models, record)}
 
     async def load_session(self, request: LoadSessionRequest) -> dict[str, Any]:
-        _checked_cwd(request.cwd)
-        await self._open(request.session_id)
-        record = await self.host.get(request.session_id)  # fresh: another process may have changed it
+        return await self._reopen(request.session_id, request.cwd, replay=True)
+
+    async def resume_session(self, request: ResumeSessionRequest) -> dict[str, Any]:
+        """Like ``session/load``, without replaying the conversation: the client shows what it already has."""
+        return await self._reopen(request.session_id, request.cwd, replay=False)
+
+    async def list_sessions(self, request: ListSessionsRequest) -> dict[str, Any]:
+        return await list_sessions(self.host.store, request)
+
+    async def _reopen(self, session_id: str, cwd: str, *, replay: bool) -> dict[str, Any]:
+        """Open a stored Session for this client (replaying its history first if asked) and attend to it."""
+        _checked_cwd(cwd)
+        await self._open(session_id)
+        record = await self.host.get(session_id)  # fresh: another process may have changed it
         emit = self.emitter(record.id)
-        for event in await self.host.history(record.id):
-            await emit(event)
+        if replay:
+            for event in await self.host.history(record.id):
+                await emit(event)
         self._after_response(self._advertise_commands(record.id))
         self._after_response(self.host.attend(record.id, emit, self._forms(record.id)))
         return {"configOptions": record_options(self.host.models, record)}

@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, delete, event
+from sqlalchemy import Connection, and_, delete, event, or_
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.schema import CreateIndex, CreateTable
@@ -220,10 +220,24 @@ class Store:
         async with self._sessions() as db:
             return await db.get(SessionRecord, session_id)
 
-    async def list_sessions(self, *, include_archived: bool = False) -> list[SessionRecord]:
-        query = select(SessionRecord).order_by(col(SessionRecord.updated_at).desc())
+    async def list_sessions(
+        self,
+        *,
+        include_archived: bool = False,
+        cwd: str | None = None,
+        after: tuple[float, str] | None = None,
+        limit: int | None = None,
+    ) -> list[SessionRecord]:
+        """Sessions, most recently updated first (ties by id): those in ``cwd`` when given, only those after the
+        ``(updated_at, id)`` of ``after`` (a page's last Session), at most ``limit``."""
+        updated, ident = col(SessionRecord.updated_at), col(SessionRecord.id)
+        query = select(SessionRecord).order_by(updated.desc(), ident.desc()).limit(limit)
         if not include_archived:
             query = query.where(col(SessionRecord.archived).is_(False))
+        if cwd is not None:
+            query = query.where(col(SessionRecord.cwd) == cwd)
+        if after is not None:
+            query = query.where(or_(updated < after[0], and_(updated == after[0], ident < after[1])))
         async with self._sessions() as db:
             return list((await db.exec(query)).all())
 
