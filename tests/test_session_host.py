@@ -15,6 +15,7 @@ from runwield_bridge.app import App
 from runwield_bridge.config import load_settings
 from runwield_bridge.core.catalog import UnknownChoice
 from runwield_bridge.core.events import Event, MessageChunk, Thought, ToolProgress, TurnSettled, Usage, UserMessage
+from runwield_bridge.core import locks
 from runwield_bridge.core.locks import WriterLock
 from runwield_bridge.core.models import ModelInfo, ModelUsage, TextDelta, ToolCallRequest
 from runwield_bridge.core.sessions import SessionBusy
@@ -279,3 +280,15 @@ def test_checking_a_writer_from_another_process_never_refuses_it(tmp_path: Path)
         takes += 1
     seen_taken = int(checker.stdout.read())
     assert checker.wait() == 0 and takes > 1000 and seen_taken > 0, "the checks overlapped the takes"
+
+
+@pytest.mark.parametrize("ofd", [True, False], ids=["ofd-locks", "flock"])
+def test_a_writer_excludes_another_until_released_with_either_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ofd: bool) -> None:
+    """Linux's open-file-description locks, and flock(2) where they are missing (macOS): one writer at a time."""
+    monkeypatch.setattr(locks, "_OFD", ofd)
+    first, second = WriterLock(tmp_path, "ses_one"), WriterLock(tmp_path, "ses_one")
+    assert not second.taken() and first.try_acquire()
+    assert second.taken() and not second.try_acquire(), "a second writer is refused while the first holds it"
+    first.release()
+    assert not second.taken() and second.try_acquire() and first.taken()
+    second.release()

@@ -9,6 +9,8 @@ from pathlib import Path
 
 # Linux `struct flock` (l_type, l_whence, l_start, l_len, l_pid), for open-file-description locks: a zero start
 # and length cover the whole file. Unlike flock(2), these can be tested (F_OFD_GETLK) without being taken.
+# Elsewhere (macOS, BSD) flock(2) stands in, and a check takes the lock for a moment.
+_OFD = hasattr(fcntl, "F_OFD_GETLK")
 _FLOCK = struct.Struct("hhqqixxxx")
 _WHOLE_FILE = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
 
@@ -30,7 +32,7 @@ class WriterLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _WHOLE_FILE)
+            _lock(fd)
         except (BlockingIOError, PermissionError):
             os.close(fd)
             return False
@@ -54,7 +56,26 @@ class WriterLock:
         except FileNotFoundError:
             return False
         try:
-            probe = fcntl.fcntl(fd, fcntl.F_OFD_GETLK, _WHOLE_FILE)
+            return _locked(fd)
         finally:
             os.close(fd)
-        return _FLOCK.unpack(probe)[0] != fcntl.F_UNLCK
+
+
+def _lock(fd: int) -> None:
+    """Take the whole-file lock on ``fd`` without waiting (BlockingIOError when another holds it)."""
+    if _OFD:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _WHOLE_FILE)
+    else:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def _locked(fd: int) -> bool:
+    """Whether another open file holds the lock on ``fd``'s file."""
+    if _OFD:
+        return _FLOCK.unpack(fcntl.fcntl(fd, fcntl.F_OFD_GETLK, _WHOLE_FILE))[0] != fcntl.F_UNLCK
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return False
