@@ -8,6 +8,8 @@ import signal
 import sys
 from pathlib import Path
 
+from waiting import PATIENCE
+
 WLD = str(Path(sys.executable).parent / "wld")
 
 
@@ -30,7 +32,7 @@ class Chat:
         self.proc.stdin.write(line.encode() + b"\n")
         await self.proc.stdin.drain()
 
-    async def expect(self, pattern: str, timeout: float = 15) -> re.Match[str]:
+    async def expect(self, pattern: str, timeout: float = PATIENCE) -> re.Match[str]:
         async def read() -> re.Match[str]:
             while not (match := re.search(pattern, self.output)):
                 chunk = await self.proc.stdout.read(1024)
@@ -42,15 +44,15 @@ class Chat:
 
     async def finish(self) -> int:
         await self.send("/quit")
-        rest = await asyncio.wait_for(self.proc.stdout.read(), 15)
+        rest = await asyncio.wait_for(self.proc.stdout.read(), PATIENCE)
         self.output += rest.decode()
         return await self.proc.wait()
 
 
 async def test_chat_streams_and_ctrl_c_cancels_only_the_turn(tmp_path: Path) -> None:
     chat = await Chat.start(cwd=tmp_path)
-    session = (await chat.expect(r"Session (ses_\w+)")).group(1)
     await chat.send("hello chat")
+    session = (await chat.expect(r"Session (ses_\w+)")).group(1)
     await chat.expect(r"You said: hello chat")
     await chat.expect(r"\[\d+/32768 tokens")
     await chat.send("a slow answer please")
@@ -71,7 +73,7 @@ async def test_chat_streams_and_ctrl_c_cancels_only_the_turn(tmp_path: Path) -> 
 
 async def test_chat_with_an_unknown_session_says_so(tmp_path: Path) -> None:
     chat = await Chat.start("--session", "ses_missing", cwd=tmp_path)
-    assert await asyncio.wait_for(chat.proc.wait(), 15) == 1
+    assert await asyncio.wait_for(chat.proc.wait(), PATIENCE) == 1
     output = (await chat.proc.stdout.read()).decode()
     assert "ses_missing" in output and "not found" in output
     assert "/new" not in output and "/resume" not in output, "no chat commands to a shell that has already left"

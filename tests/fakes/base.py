@@ -14,6 +14,8 @@ from typing import Any, Self
 import aiohttp
 from aiohttp import web
 
+from waiting import PATIENCE
+
 HOST = "127.0.0.1"
 
 Predicate = Callable[["RecordedCall"], bool]
@@ -177,7 +179,7 @@ class FakeServer:
         method: str | None = None,
         predicate: Predicate | None = None,
         *,
-        timeout: float = 5.0,
+        timeout: float = PATIENCE,
         since: int = 0,
     ) -> RecordedCall:
         """Return the first call (index >= ``since``) matching ``method`` and ``predicate``, waiting if needed."""
@@ -189,7 +191,7 @@ class FakeServer:
         count: int,
         predicate: Predicate | None = None,
         *,
-        timeout: float = 5.0,
+        timeout: float = PATIENCE,
         since: int = 0,
     ) -> list[RecordedCall]:
         """Wait until ``count`` matching calls were recorded; AssertionError on timeout."""
@@ -213,7 +215,7 @@ class FakeServer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), remaining)
 
-    async def wait_until(self, condition: Callable[[], bool], *, timeout: float = 5.0) -> None:
+    async def wait_until(self, condition: Callable[[], bool], *, timeout: float = PATIENCE) -> None:
         """Wait until ``condition()`` is true, re-checking whenever the fake records something."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
