@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..config import ConfigError
 from .chunker import Weight, char_weight
 
 if TYPE_CHECKING:
@@ -143,14 +142,6 @@ class RateLimited(Exception):
         self.retry_after = retry_after
 
 
-class CredentialsRejected(ConfigError):
-    """The platform refused a configured credential: a configuration error, so the channel stops rather than retrying."""
-
-    def __init__(self, key: str, platform: str) -> None:
-        super().__init__(f"{key}: {platform} rejected this credential; put the right value there (it is not shown here)")
-        self.key = key
-
-
 class ReplyView(Protocol):
     """How one turn's ``session/update`` stream is shown in a conversation."""
 
@@ -203,9 +194,7 @@ class Channel(Protocol):
     settings: ChannelSettings
 
     async def run(self, inbox: Inbox) -> None:
-        """Listen for updates until cancelled (raise to be restarted by the supervisor; raise CredentialsRejected,
-        a configuration error, to stop for good). A channel with credentials may also offer ``async verify()``,
-        the same check ``run`` starts with, which ``wld doctor`` calls."""
+        """Listen for updates until cancelled (raise to be restarted by the supervisor)."""
 
     async def send(self, conversation: Conversation, text: str, buttons: Sequence[Button] = ()) -> MessageRef:
         """Send a message (raises RateLimited)."""

@@ -8,8 +8,6 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from ..config import ConfigError
-
 log = logging.getLogger(__name__)
 
 OnFailure = Callable[[BaseException, float], Awaitable[None]]
@@ -30,8 +28,7 @@ class Backoff:
 
 
 class Supervisor:
-    """Runs ``target`` until it returns; when it raises, reports the failure and runs it again later
-    (a ConfigError, which no restart can fix, is logged and ends it)."""
+    """Runs ``target`` until it returns; when it raises, reports the failure and runs it again later."""
 
     def __init__(self, name: str, target: Callable[[], Awaitable[None]], on_failure: OnFailure | None = None, backoff: Backoff = Backoff()) -> None:
         self.name = name
@@ -67,11 +64,6 @@ class Supervisor:
                 return
             except asyncio.CancelledError:
                 raise
-            except ConfigError as exc:  # restarting cannot fix the configuration
-                self.failures += 1
-                self.last_error = exc
-                log.error("%s stopped: %s", self.name, exc)
-                return
             except Exception as exc:
                 self.failures += 1
                 self.last_error = exc

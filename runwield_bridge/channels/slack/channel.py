@@ -22,7 +22,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from ..budget import Budgets
-from ..contract import Button, ButtonPress, Capabilities, ChannelContext, Conversation, CredentialsRejected, Inbox, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
+from ..contract import Button, ButtonPress, Capabilities, ChannelContext, Conversation, Inbox, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
 from ..dedupe import RecentKeys
 from ..streaming import StreamingReply
 from .blocks import blocks
@@ -34,8 +34,7 @@ log = logging.getLogger(__name__)
 
 CHANNEL_RATE = 1.0  # chat.postMessage allows about one message per second in a channel
 CHANNEL_BURST = 3
-FENCE_ROOM = len("\n```")
-REJECTED_AUTH = ("not_authed", "invalid_auth", "account_inactive", "token_revoked", "token_expired")  # a code fence still open mid-stream is closed after the text is measured
+FENCE_ROOM = len("\n```")  # a code fence still open mid-stream is closed after the text is measured
 
 
 class SlackChannel:
@@ -63,17 +62,8 @@ class SlackChannel:
 
     # -- receiving -----------------------------------------------------------
 
-    async def verify(self) -> None:
-        """Check the bot token with Slack (auth.test) and learn the bot's user id; CredentialsRejected if Slack refuses it."""
-        try:
-            self._me = str((await self.client.auth_test())["user_id"])
-        except SlackApiError as exc:
-            if exc.response.get("error") not in REJECTED_AUTH:
-                raise
-            raise CredentialsRejected(f"channels.{self.name}.bot_token", "Slack") from None
-
     async def run(self, inbox: Inbox) -> None:
-        await self.verify()
+        self._me = str((await self.client.auth_test())["user_id"])
         self._inbox = inbox
         try:
             if self.settings.socket_mode:

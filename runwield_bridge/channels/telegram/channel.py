@@ -23,7 +23,7 @@ from telegram import (
     Update,
 )
 from telegram.constants import ChatAction, ParseMode
-from telegram.error import BadRequest, InvalidToken, RetryAfter
+from telegram.error import BadRequest, RetryAfter
 from telegram.ext import Updater
 from telegram.request import HTTPXRequest
 from telegram.warnings import PTBDeprecationWarning
@@ -32,7 +32,7 @@ from ..background import Background
 from ..budget import Budgets
 from ..chunker import utf16_weight
 from ..commands import BRIDGE_COMMANDS
-from ..contract import Button, Capabilities, ChannelContext, Conversation, CredentialsRejected, Inbox, MenuCommand, MessageRef, RateLimited
+from ..contract import Button, Capabilities, ChannelContext, Conversation, Inbox, MenuCommand, MessageRef, RateLimited
 from ..dedupe import RecentKeys
 from ..streaming import StreamingReply
 from .markup import to_html
@@ -79,15 +79,8 @@ class TelegramChannel:
 
     # -- receiving -----------------------------------------------------------
 
-    async def verify(self) -> None:
-        """Check the token with Telegram (getMe); CredentialsRejected if Telegram refuses it."""
-        try:
-            await self.bot.initialize()
-        except InvalidToken:
-            raise CredentialsRejected(f"channels.{self.name}.token", "Telegram") from None
-
     async def run(self, inbox: Inbox) -> None:
-        await self.verify()
+        await self.bot.initialize()
         self._me = BotIdentity(self.bot.id, self.bot.username)
         await self._offer_commands()
         self._inbox = inbox
