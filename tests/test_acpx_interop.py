@@ -244,7 +244,7 @@ def test_acpx_named_session_continues_across_processes(acpx: Acpx, capsys: pytes
     from runwield_bridge.cli import main as wld_main
 
     assert wld_main(["sessions"]) == 0  # our CLI, in-process: one Session, titled by its first prompt
-    (line,) = capsys.readouterr().out.splitlines()
+    _header, line = capsys.readouterr().out.splitlines()
     assert line.startswith(session_id) and line.endswith(first_prompt), line
 
     closed = acpx.run("sessions", "close", "work")
