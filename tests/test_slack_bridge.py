@@ -112,7 +112,7 @@ async def test_direct_messages_need_no_mention_and_images_reach_agents_that_take
     async with slack_world(section={"agent": "asker"}, agents={"asker": asking_agent(tmp_path)}) as world:
         dm = world.fake.add_channel("D0ALICE", world.fake.user_id, is_im=True)["id"]
         await world.say(None, "hi there", channel=dm)
-        reply = await world.reply_containing(None, "echo: hi there")
+        reply = await world.reply_containing(None, "echo: hi there", final=True)  # the turn is over: the next message is a prompt
         assert reply["channel"] == dm
         image = world.fake.add_file("pixel.png", b"\x89PNG" + bytes(60))
         await world.say(None, "what is this", channel=dm, files=[image])
