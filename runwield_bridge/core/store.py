@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel import Field, SQLModel, col, select, update
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -173,8 +174,15 @@ class Store:
             if path and path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
         store = cls(url)
-        async with store.engine.begin() as conn:
-            await conn.run_sync(SQLModel.metadata.create_all)
+        attempts = len(SQLModel.metadata.tables) + 1  # each clash means another process just created a table
+        for attempt in range(attempts):
+            try:
+                async with store.engine.begin() as conn:
+                    await conn.run_sync(SQLModel.metadata.create_all)
+                break
+            except OperationalError as exc:  # two processes starting on a fresh database at once
+                if "already exists" not in str(exc) or attempt == attempts - 1:
+                    raise
         return store
 
     async def close(self) -> None:
