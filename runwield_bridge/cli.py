@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime
+from importlib.metadata import version
 
 from . import redaction
 from .app import App
@@ -16,6 +18,7 @@ from .core.sessions import SessionNotFound
 from .host import load_plugins
 
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
+SESSION_ROW = "{:<36}  {:<16}  {:<14} {:>10}  {}"  # `wld sessions`: id, updated, model, cost, title
 
 
 def _setup_logging(settings: Settings, verbose: int) -> None:
@@ -74,12 +77,14 @@ async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
             print(f"{record.id} {'archived' if record.archived else 'active'}")
             return 0
         records = await app.store.list_sessions(include_archived=args.all)
-        for record in records:
-            when = datetime.fromtimestamp(record.updated_at).strftime("%Y-%m-%d %H:%M")
-            state = " [archived]" if record.archived else ""
-            print(f"{record.id}  {when}  {record.model:<14} ${record.cost_usd:.6f}  {record.title or '(untitled)'}{state}")
         if not records:
             print("no sessions yet; start one with: wld chat")
+            return 0
+        print(SESSION_ROW.format("SESSION", "UPDATED", "MODEL", "COST", "TITLE").rstrip())
+        for record in records:
+            when = datetime.fromtimestamp(record.updated_at).strftime("%Y-%m-%d %H:%M")
+            title = (record.title or "(untitled)") + (" [archived]" if record.archived else "")
+            print(SESSION_ROW.format(record.id, when, record.model, f"${record.cost_usd:.6f}", title))
         return 0
     finally:
         await app.close()
@@ -127,8 +132,9 @@ def _common_options(config_default: object, verbose_default: object) -> argparse
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="wld", description="RunWield Bridge", parents=[_common_options(None, 0)])
     common = _common_options(argparse.SUPPRESS, argparse.SUPPRESS)  # so `wld --config X chat` keeps X
+    parser.add_argument("--version", action="version", version=f"wld {version('runwield-bridge')}")
     parser.add_argument("--mode", choices=["acp"], help="`--mode acp` is the same as `wld acp`")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", help="`wld COMMAND -h` shows its options")
 
     chat = sub.add_parser("chat", parents=[common], help="chat in the terminal with the built-in Session Host")
     chat.add_argument("--session", metavar="ID", help="continue a saved Session")
@@ -142,8 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     bridge.set_defaults(run=cmd_bridge)
 
     sessions = sub.add_parser("sessions", parents=[common], help="list, archive or unarchive Sessions")
-    sessions.add_argument("action", nargs="?", choices=["list", "archive", "unarchive"], default="list")
-    sessions.add_argument("session_id", nargs="?")
+    sessions.add_argument("action", nargs="?", choices=["list", "archive", "unarchive"], default="list", help="what to do (default: list)")
+    sessions.add_argument("session_id", nargs="?", metavar="SESSION_ID", help="the Session to archive or unarchive")
     sessions.add_argument("--all", action="store_true", help="include archived Sessions")
     sessions.set_defaults(run=cmd_sessions)
 
@@ -170,12 +176,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings(args.config)
         _setup_logging(settings, args.verbose)
-        return asyncio.run(args.run(args, settings))
+        code = asyncio.run(args.run(args, settings))
+        sys.stdout.flush()  # a reader that left shows up here, not as a traceback at exit
+        return code
     except ConfigError as exc:
         print(f"wld: configuration error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `wld sessions | head`: the reader left; the rest of the output goes nowhere
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

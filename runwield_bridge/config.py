@@ -103,7 +103,37 @@ class Settings(Strict):
 
     @property
     def db_url(self) -> str:
-        return self.database_url or f"sqlite+aiosqlite:///{self.state_dir / 'wld.db'}"
+        """The database URL with its asyncio driver; ConfigError when that driver is not installed."""
+        return with_async_driver(self.database_url) if self.database_url else f"sqlite+aiosqlite:///{self.state_dir / 'wld.db'}"
+
+
+# The asyncio driver of a database URL that names none, and the extras that install a driver.
+DEFAULT_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg", "postgres": "postgresql+asyncpg"}
+DRIVER_EXTRAS = {"postgresql+asyncpg": "postgres"}
+
+
+def with_async_driver(url: str) -> str:
+    """``url`` (``postgresql://...``, say) with the asyncio driver of its database; ConfigError naming what to install."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ConfigError(f"database_url: {url!r} is not a database URL") from None
+    parsed = parsed.set(drivername=DEFAULT_DRIVERS.get(parsed.drivername, parsed.drivername))
+    try:
+        dialect = parsed.get_dialect()
+        dialect.import_dbapi()
+    except NoSuchModuleError:
+        raise ConfigError(f"database_url: unknown database {parsed.drivername!r}") from None
+    except ImportError:
+        driver, extra = parsed.get_driver_name(), DRIVER_EXTRAS.get(parsed.drivername)
+        install = f"pip install 'runwield-bridge[{extra}]'" if extra else f"pip install {driver}"
+        raise ConfigError(f"database_url: the {driver} driver for {parsed.get_backend_name()} is not installed; {install}") from None
+    if not dialect.is_async:
+        raise ConfigError(f"database_url: {parsed.drivername} is not an asyncio driver (wld needs one, e.g. postgresql+asyncpg)")
+    return parsed.render_as_string(hide_password=False)
 
 
 def expand_env(value: Any, where: str = "") -> Any:

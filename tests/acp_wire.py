@@ -21,6 +21,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, relevance
+from waiting import PATIENCE
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = REPO_ROOT / "node_modules" / "@agentclientprotocol" / "sdk" / "schema" / "v1"
@@ -236,7 +237,7 @@ class WireClient:
         self.handlers[method] = handler
 
     async def request(
-        self, method: str, params: Any = None, *, timeout: float = 30.0, check: bool = True
+        self, method: str, params: Any = None, *, timeout: float = PATIENCE, check: bool = True
     ) -> Message:
         """Send a request and return its whole response (result or error); check=False: send unvalidated."""
         request_id = next(self._ids)
@@ -263,7 +264,7 @@ class WireClient:
         self._pending[request_id] = (method, future)
         return future
 
-    async def call(self, method: str, params: Any = None, *, timeout: float = 30.0) -> Any:
+    async def call(self, method: str, params: Any = None, *, timeout: float = PATIENCE) -> Any:
         """Send a request and return its result, raising RpcError for an error response."""
         response = await self.request(method, params, timeout=timeout)
         if "error" in response:
@@ -281,7 +282,7 @@ class WireClient:
         self.proc.stdin.write(data)
         await self.proc.stdin.drain()
 
-    async def wait_message(self, predicate: Callable[[Message], bool], timeout: float = 10.0) -> Message:
+    async def wait_message(self, predicate: Callable[[Message], bool], timeout: float = PATIENCE) -> Message:
         """Return the first received message matching predicate, waiting up to timeout seconds for it."""
 
         def found() -> Message | None:
@@ -301,7 +302,7 @@ class WireClient:
         return message
 
     async def wait_notification(
-        self, predicate: Callable[[Message], bool] = lambda _: True, timeout: float = 10.0
+        self, predicate: Callable[[Message], bool] = lambda _: True, timeout: float = PATIENCE
     ) -> Message:
         """Return the first received notification matching predicate, waiting up to timeout seconds."""
         return await self.wait_message(lambda m: _kind(m) == "notification" and predicate(m), timeout)

@@ -20,6 +20,7 @@ from runwield_bridge.channels.supervisor import Backoff
 from runwield_bridge.config import Settings
 from tests.fakes.base import HttpResult
 from tests.fakes.telegram_api import TelegramFake
+from waiting import PATIENCE
 
 ASKING_AGENT = Path(__file__).parent / "agents" / "asking_agent.py"
 OWNER = 4242
@@ -61,7 +62,7 @@ class World:
         assert result.status == 200, result.text
         return message
 
-    async def exchange(self, chat: int, user: int, text: str, expect: str, timeout: float = 10.0) -> dict[str, Any]:
+    async def exchange(self, chat: int, user: int, text: str, expect: str, timeout: float = PATIENCE) -> dict[str, Any]:
         """Send ``text`` and wait for the bot's finished message containing ``expect``."""
         await self.send(chat, user, text)
         return await self.reply_containing(chat, expect, timeout)
@@ -83,7 +84,7 @@ class World:
         await self.press(chat, user, data, message_id)
         return str((await self.fake.wait_for_call("answerCallbackQuery", since=mark)).get("text", ""))
 
-    async def reply_containing(self, chat: int, text: str, timeout: float = 10.0) -> dict[str, Any]:
+    async def reply_containing(self, chat: int, text: str, timeout: float = PATIENCE) -> dict[str, Any]:
         """The bot's message in ``chat`` once it contains ``text`` and is no longer streaming."""
         found: list[dict[str, Any]] = []
 
@@ -94,7 +95,7 @@ class World:
         await self.fake.wait_until(seen, timeout=timeout)
         return found[-1]
 
-    async def keyboard(self, chat: int, text: str, timeout: float = 10.0) -> tuple[int, list[dict[str, Any]]]:
+    async def keyboard(self, chat: int, text: str, timeout: float = PATIENCE) -> tuple[int, list[dict[str, Any]]]:
         """The message id and buttons of the bot's message with ``text`` and an inline keyboard."""
         found: list[dict[str, Any]] = []
 
@@ -136,10 +137,10 @@ async def bridge_world(
         config = Settings.model_validate({"web": {"listen": "127.0.0.1:0"}, "channels": {"telegram": section}, **settings})
         app = await App.start(config)
         stack.push_async_callback(app.close)
-        service = BridgeService(config, app.plugins, app.store, app.host, start_timeout=10, backoff=FAST_BACKOFF)
+        service = BridgeService(config, app.plugins, app.store, app.host, start_timeout=PATIENCE, backoff=FAST_BACKOFF)
         await stack.enter_async_context(service)
         ready: Callable[[], bool] = (lambda: bool(fake.webhook["url"])) if mode == "webhook" else (lambda: bool(fake.calls_to("deleteWebhook")))
-        await fake.wait_until(ready, timeout=10)
+        await fake.wait_until(ready)
         yield World(fake, service, app, mode)
 
 
@@ -190,7 +191,7 @@ class RecordingChannel:
     def texts(self) -> list[str]:
         return [text for text, _ in self.messages.values()]
 
-    async def wait_for(self, text: str, timeout: float = 10.0) -> str:
+    async def wait_for(self, text: str, timeout: float = PATIENCE) -> str:
         async def seen() -> str:
             while True:
                 for message in self.texts():

@@ -17,6 +17,7 @@ from tests.bridge_kit import FAST_BACKOFF
 from tests.fakes.base import FakeServer, HttpResult
 from tests.fakes.discord_api import FLAG_EPHEMERAL, DiscordFake, FakeInteraction
 from tests.fakes.slack_api import SlackFake
+from waiting import PATIENCE, POLL
 
 
 @contextlib.asynccontextmanager
@@ -25,7 +26,7 @@ async def running_bridge(channels: dict[str, dict[str, Any]], **settings: Any) -
     config = Settings.model_validate({"web": {"listen": "127.0.0.1:0"}, "channels": channels, **settings})
     app = await App.start(config)
     try:
-        async with BridgeService(config, app.plugins, app.store, app.host, start_timeout=10, backoff=FAST_BACKOFF) as service:
+        async with BridgeService(config, app.plugins, app.store, app.host, start_timeout=PATIENCE, backoff=FAST_BACKOFF) as service:
             yield service, app
     finally:
         await app.close()
@@ -82,11 +83,11 @@ class DiscordWorld:
     async def say(self, channel: int, text: str, *, user: int | None = None, **kwargs: Any) -> None:
         await self.fake.inject_message(text, channel_id=channel, author_id=user, **kwargs)
 
-    async def reply_containing(self, channel: int, text: str, timeout: float = 10.0, final: bool = False) -> dict[str, Any]:
+    async def reply_containing(self, channel: int, text: str, timeout: float = PATIENCE, final: bool = False) -> dict[str, Any]:
         """The bot's message in ``channel`` once it contains ``text`` (and, if ``final``, is no longer streaming)."""
         return await settled(self.fake, lambda: [m for m in self.fake.bot_messages(channel) if shows(m["content"], text, final)], timeout)
 
-    async def buttons(self, channel: int, text: str, timeout: float = 10.0) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    async def buttons(self, channel: int, text: str, timeout: float = PATIENCE) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The bot's message with ``text`` and components, and its buttons."""
         message = await settled(
             self.fake, lambda: [m for m in self.fake.bot_messages(channel) if text in m["content"] and m.get("components")], timeout
@@ -144,7 +145,7 @@ async def discord_world(*, fake: DiscordFake | None = None, section: dict[str, A
         if fake is None:
             fake = await stack.enter_async_context(DiscordFake(install=False))
         _, app = await stack.enter_async_context(running_bridge({"discord": discord_section(fake, **(section or {}))}, **settings))
-        await fake.wait_for_session(timeout=10)
+        await fake.wait_for_session()
         yield DiscordWorld(fake, app)
 
 
@@ -183,13 +184,13 @@ class SlackWorld:
         assert result.status == 200, result.text
         return result
 
-    async def reply_containing(self, thread: str | None, text: str, timeout: float = 10.0, final: bool = False) -> dict[str, Any]:
+    async def reply_containing(self, thread: str | None, text: str, timeout: float = PATIENCE, final: bool = False) -> dict[str, Any]:
         """The bot's message in ``thread`` once it contains ``text`` (and, if ``final``, is no longer streaming)."""
         return await settled(
             self.fake, lambda: [m for m in self.fake.bot_messages() if m.get("thread_ts") == thread and shows(m["text"], text, final)], timeout
         )
 
-    async def buttons(self, thread: str, text: str, timeout: float = 10.0) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    async def buttons(self, thread: str, text: str, timeout: float = PATIENCE) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The bot's message in ``thread`` with ``text`` and an actions block, and its buttons."""
         message = await settled(
             self.fake,
@@ -229,12 +230,13 @@ class SlackWorld:
 async def events_url_ready(fake: SlackFake, service: BridgeService) -> str:
     """The bridge's Events API URL, once the Slack channel answers Slack's URL check."""
     url = f"{service.web.base_url}/slack/events"
-    await fake.wait_for_call("auth.test", timeout=10)
-    for _ in range(100):
-        if (await fake.post_url_verification(url)).status == 200:
-            return url
-        await asyncio.sleep(0.05)
-    raise AssertionError("the Slack events route never became ready")
+    await fake.wait_for_call("auth.test")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + PATIENCE
+    while (await fake.post_url_verification(url)).status != 200:
+        assert loop.time() < deadline, "the Slack events route never became ready"
+        await asyncio.sleep(POLL)
+    return url
 
 
 @contextlib.asynccontextmanager

@@ -191,7 +191,7 @@ async def test_interview_numbers_pick_choices_the_last_asks_for_other_and_other_
 async def test_an_unanswered_chat_question_expires_and_the_next_message_is_a_prompt(tmp_path: Path) -> None:
     async with wld_session(tmp_path, config="[sessions]\nquestion_timeout = 0.5\n") as (client, sid):
         await say(client, sid, "/agent")
-        await client.wait_notification(lambda n: "No Agent was chosen (expired)" in json.dumps(n["params"]), timeout=10)
+        await client.wait_notification(lambda n: "No Agent was chosen (expired)" in json.dumps(n["params"]))
         start = len(client.messages)
         while "error" in (response := await say(client, sid, "1")):  # the expired turn is still being saved
             assert response["error"]["data"]["reason"] == "busy"

@@ -11,6 +11,7 @@ import pytest
 from acp_session import FORMS_INIT, menus, model_requests, say, since, text_since, wld_session
 from acp_wire import WireClient
 from test_acp_interactions import SENDER
+from waiting import PATIENCE
 
 CONFIG = '[web]\nlisten = "127.0.0.1:0"\n'
 LINK = re.compile(r"in your browser: (http://127\.0\.0\.1:\d+/review/[A-Za-z0-9_-]+)")
@@ -27,7 +28,7 @@ async def reply(client: WireClient, sid: str, *blocks: str) -> tuple[dict[str, A
     return response, text_since(client, start, sid)
 
 
-async def heard(client: WireClient, sid: str, start: int, needle: str, timeout: float = 10.0) -> str:
+async def heard(client: WireClient, sid: str, start: int, needle: str, timeout: float = PATIENCE) -> str:
     """The agent's text since ``start``, once it contains ``needle`` (sent by a turn the Session started itself)."""
     await client.wait_message(lambda _: needle in text_since(client, start, sid), timeout)
     return text_since(client, start, sid)

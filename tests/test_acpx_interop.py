@@ -15,7 +15,8 @@ session that outlives the CLI call for ``--ttl`` seconds (0 means forever). Each
 HOME, a small TTL, and a marker variable in the environment of everything it starts, so leftovers
 are found by that marker and killed (by pid) even when an assertion fails.
 
-acpx 0.19 declares node >= 22.13 in package.json "engines"; it runs these flows on node 20 as well.
+acpx 0.19 declares node >= 22.13 in package.json "engines": it runs on the Node that `npm ci` installs
+into node_modules/.bin (the npm package ``node``, pinned in package.json), whatever Node runs npm.
 Most of each test's time is `wld acp` starting (one process per acpx call that talks to the agent).
 """
 
@@ -38,7 +39,8 @@ from typing import Any
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-ACPX = REPO_ROOT / "node_modules" / ".bin" / "acpx"
+NODE_BIN = REPO_ROOT / "node_modules" / ".bin"  # acpx and the pinned Node its `#!/usr/bin/env node` finds
+ACPX = NODE_BIN / "acpx"
 WLD = Path(sys.executable).parent / "wld"
 AGENT = shlex.join([str(WLD), "acp"])
 MARKER = "RUNWIELD_ACPX_INTEROP"
@@ -73,7 +75,8 @@ class Acpx:
         self.project.mkdir()
         self.wld_home = wld_home
         self.marker = f"{tmp_path}"
-        self.env = {**os.environ, "HOME": str(self.home), "WLD_HOME": str(wld_home), MARKER: self.marker}
+        path = f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+        self.env = {**os.environ, "PATH": path, "HOME": str(self.home), "WLD_HOME": str(wld_home), MARKER: self.marker}
         self.env.pop("WLD_CONFIG", None)
 
     def run(self, *args: str) -> Run:
@@ -172,6 +175,16 @@ def prompt_turn(run: Run) -> tuple[str, str, int]:
     return prompt["params"]["sessionId"], reply_text(messages), usage[-1]["used"]
 
 
+def test_acpx_runs_on_a_node_it_supports(acpx: Acpx) -> None:
+    declared = json.loads((REPO_ROOT / "node_modules" / "acpx" / "package.json").read_text())["engines"]["node"]
+    assert declared.startswith(">="), declared
+    minimum = tuple(int(part) for part in declared.removeprefix(">=").split("."))
+    # acpx starts with `#!/usr/bin/env node`: the node its environment finds is the one that runs it
+    found = subprocess.run(["/usr/bin/env", "node", "--version"], env=acpx.env, capture_output=True, text=True, timeout=CALL_TIMEOUT)
+    running = tuple(int(part) for part in found.stdout.strip().removeprefix("v").split("."))
+    assert running >= minimum, f"acpx needs node {declared} but would run on {found.stdout.strip()}"
+
+
 def test_acpx_exec_one_shot_prompt(acpx: Acpx) -> None:
     run = acpx.run("exec", "hello from acpx")
 
@@ -235,7 +248,7 @@ def test_acpx_named_session_continues_across_processes(acpx: Acpx, capsys: pytes
     from runwield_bridge.cli import main as wld_main
 
     assert wld_main(["sessions"]) == 0  # our CLI, in-process: one Session, titled by its first prompt
-    (line,) = capsys.readouterr().out.splitlines()
+    _header, line = capsys.readouterr().out.splitlines()
     assert line.startswith(session_id) and line.endswith(first_prompt), line
 
     closed = acpx.run("sessions", "close", "work")

@@ -22,6 +22,7 @@ from runwield_bridge.config import AgentConfig, Settings
 from runwield_bridge.hookspecs import hookimpl
 from runwield_bridge.host import load_plugins
 from tests.bridge_kit import FAST_BACKOFF, RecordingChannel
+from waiting import PATIENCE, until
 
 REPO = Path(__file__).resolve().parent.parent
 ECHO_AGENT = REPO / "bench" / "echo_agent.mjs"
@@ -39,7 +40,7 @@ def typescript_echo_agent() -> CommandAgent:
 @contextlib.asynccontextmanager
 async def bridged(channel: RecordingChannel, agents: dict[str, Any], bindings: MemoryBindings | None = None) -> AsyncIterator[Bridge]:
     """A Bridge to ``agents`` with ``channel`` added (its inbox set), closed afterwards."""
-    bridge = Bridge(agents, bindings or MemoryBindings(), start_timeout=10, backoff=FAST_BACKOFF)
+    bridge = Bridge(agents, bindings or MemoryBindings(), start_timeout=PATIENCE, backoff=FAST_BACKOFF)
     channel.inbox = bridge.add_channel(channel)
     try:
         yield bridge
@@ -50,7 +51,7 @@ async def bridged(channel: RecordingChannel, agents: dict[str, Any], bindings: M
 async def say(channel: RecordingChannel, text: str) -> None:
     turn = await channel.inbox.receive_message(IncomingMessage(HERE, ME, text))
     if turn is not None:
-        await asyncio.wait_for(turn, 10)
+        await asyncio.wait_for(turn, PATIENCE)
 
 
 async def test_the_bridge_drives_the_official_typescript_sdk_agent() -> None:
@@ -88,7 +89,7 @@ async def test_a_channel_registered_through_register_channels_is_run_by_wld_brid
     try:
         async with BridgeService(settings, plugins, app.store, app.host) as service:
             [channel] = service.channels
-            await asyncio.wait_for(channel.changed.wait(), 5)
+            await asyncio.wait_for(channel.changed.wait(), PATIENCE)
             await say(channel, "hi from a plugin channel")
             reply = await channel.wait_for("You said:")
             assert "<sender_context>" in reply and "hi from a plugin channel" in reply
@@ -132,21 +133,16 @@ async def test_a_failing_channel_listener_is_restarted_and_waiting_conversations
     try:
         async with BridgeService(settings, plugins, app.store, app.host) as service:
             [channel] = service.channels
-            await asyncio.wait_for(channel.changed.wait(), 5)
+            await asyncio.wait_for(channel.changed.wait(), PATIENCE)
             turn = await channel.inbox.receive_message(IncomingMessage(HERE, ME, "something slow"))
             channel.fail.set()
             told = await channel.wait_for("connection failed (socket closed)")
             assert "reconnecting" in told
-            await asyncio.wait_for(_until(lambda: channel.runs == 2), 5)
+            await until(lambda: channel.runs == 2, "the channel to run again")
             await channel.inbox.cancel(HERE)
-            await asyncio.wait_for(turn, 10)
+            await asyncio.wait_for(turn, PATIENCE)
     finally:
         await app.close()
-
-
-async def _until(condition) -> None:
-    while not condition():
-        await asyncio.sleep(0.02)
 
 
 async def test_an_agent_that_exits_at_start_is_reported_with_what_it_said() -> None:

@@ -20,8 +20,8 @@ async def test_telegram_discord_and_slack_run_at_once_each_bound_to_its_own_sess
             "slack": slack_section(slack, agent="asker"),
         }
         async with running_bridge(channels, agents={"asker": asking_agent(tmp_path)}) as (service, app):
-            await telegram.wait_until(lambda: bool(telegram.calls_to("getUpdates")), timeout=10)
-            await discord.wait_for_session(timeout=10)
+            await telegram.wait_until(lambda: bool(telegram.calls_to("getUpdates")))
+            await discord.wait_for_session()
             events_url = await events_url_ready(slack, service)
 
             telegram.push_message(OWNER, OWNER, "from telegram")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.bridge_kit import agent_calls, asking_agent
+from waiting import PATIENCE
 
 WLD = str(Path(sys.executable).parent / "wld")
 
@@ -66,7 +67,7 @@ class Chat:
         """What a terminal does on Ctrl-C: SIGINT to every process of the foreground process group."""
         os.killpg(self.proc.pid, signal.SIGINT)
 
-    async def exit_code(self, timeout: float = 15) -> int:
+    async def exit_code(self, timeout: float = PATIENCE) -> int:
         """The exit code once the process ends by itself (within ``timeout``), its remaining output read."""
         rest = await asyncio.wait_for(self.proc.stdout.read(), timeout)
         self.output += rest.decode()
@@ -76,7 +77,7 @@ class Chat:
         self.proc.stdin.write(line.encode() + b"\n")
         await self.proc.stdin.drain()
 
-    async def expect(self, pattern: str, timeout: float = 15) -> re.Match[str]:
+    async def expect(self, pattern: str, timeout: float = PATIENCE) -> re.Match[str]:
         async def read() -> re.Match[str]:
             while not (match := re.search(pattern, self.output)):
                 chunk = await self.proc.stdout.read(1024)
@@ -93,8 +94,8 @@ class Chat:
 
 async def test_chat_streams_and_ctrl_c_cancels_only_the_turn(tmp_path: Path) -> None:
     chat = await Chat.start(cwd=tmp_path)
-    session = (await chat.expect(r"Session (ses_\w+)")).group(1)
     await chat.send("hello chat")
+    session = (await chat.expect(r"Session (ses_\w+)")).group(1)
     await chat.expect(r"You said: hello chat")
     await chat.expect(r"\[\d+/32768 tokens")
     await chat.send("a slow answer please")
@@ -115,7 +116,7 @@ async def test_chat_streams_and_ctrl_c_cancels_only_the_turn(tmp_path: Path) -> 
 
 async def test_chat_with_an_unknown_session_says_so(tmp_path: Path) -> None:
     chat = await Chat.start("--session", "ses_missing", cwd=tmp_path)
-    assert await asyncio.wait_for(chat.proc.wait(), 15) == 1
+    assert await asyncio.wait_for(chat.proc.wait(), PATIENCE) == 1
     output = (await chat.proc.stdout.read()).decode()
     assert "ses_missing" in output and "not found" in output
     assert "/new" not in output and "/resume" not in output, "no chat commands to a shell that has already left"

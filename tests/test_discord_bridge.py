@@ -114,7 +114,7 @@ async def test_slash_cancel_settles_a_running_turn(tmp_path: Path) -> None:
         await world.reply_containing(thread, "You said:")
         echo = await world.slash("cancel", thread)
         assert echo["data"]["content"] == "/cancel"
-        cancelled = await world.reply_containing(thread, "⏹ Cancelled.", timeout=5)
+        cancelled = await world.reply_containing(thread, "⏹ Cancelled.")
         assert " 15" not in cancelled["content"], "the turn stopped before it finished streaming"
         await world.slash("cancel", thread)
         await world.reply_containing(thread, "Nothing is running.")
@@ -154,7 +154,7 @@ async def test_images_reach_agents_that_take_them_and_long_replies_are_split_wit
         world.fake.inject_rate_limit("edit_message", retry_after=0.05)
         words = " ".join(f"word{i}" for i in range(500))
         thread = await world.mention(words)
-        await world.fake.wait_until(lambda: "".join(world.texts(thread)).endswith("word499"), timeout=10)
+        await world.fake.wait_until(lambda: "".join(world.texts(thread)).endswith("word499"))
         assert len(world.texts(thread)) == 2 and all(len(text) <= 2000 for text in world.texts(thread))
         assert 429 in [c.status for c in world.fake.calls_to("edit_message")], "a 429 was waited out, nothing lost"
 

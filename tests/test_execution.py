@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from plan_kit import Recorder, approved_plan, bench, git, make_project, no_work
 from runwield_bridge.core.events import MessageChunk
 from runwield_bridge.core.execution import ExecutionError
 from runwield_bridge.core.git import snapshot_tree
+from waiting import until
 
 
 async def test_a_passing_validation_is_the_reported_outcome_and_publishes_exactly_the_validated_tree(tmp_path: Path) -> None:
@@ -93,18 +93,27 @@ async def test_a_failing_validation_is_the_reported_outcome_whatever_the_agent_c
 
 
 async def test_a_command_that_outlives_its_timeout_is_killed_with_its_children_and_fails(tmp_path: Path) -> None:
-    b = await bench(tmp_path, ["echo started; sleep 1.5; touch late.txt"], timeout=0.3)
+    # The command's shell starts a child and waits for it: both must be gone once the step has failed.
+    b = await bench(tmp_path, ["echo started; sleep 600 & echo $! > child.pid; wait"], timeout=3)
     project, app, session_id, plan = b.project, b.app, b.session_id, b.plan
     events = Recorder()
 
     record = await app.executor.start(plan.id, work=no_work, emit=events, session_id=session_id)
     assert record.state == "validation_failed"
-    assert "timed out after 0.3s" in events.notices()[0].text
+    assert "timed out after 3s" in events.notices()[0].text
     [step] = [s for s in await app.store.execution_steps(record.id) if s.name == "validate"]
     assert step.exit_code is None and step.output.startswith("started\n")
-    await asyncio.sleep(1.6)
-    assert not Path(record.worktree, "late.txt").exists()
+    child = int(Path(record.worktree, "child.pid").read_text())
+    await until(lambda: not running(child), f"the command's child (pid {child}) to be killed")
     await app.close()
+
+
+def running(pid: int) -> bool:
+    """Whether a process exists and is not a zombie (killed, but not yet reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 async def test_without_configured_commands_the_outcome_says_it_was_not_validated(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from slack_sdk.errors import SlackApiError
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 from telegram.error import BadRequest, RetryAfter
 from telegram.ext import Application, ApplicationBuilder, CallbackQueryHandler, ContextTypes, MessageHandler, filters
+from waiting import PATIENCE
 
 pytestmark = pytest.mark.asyncio
 
@@ -182,11 +183,11 @@ async def connected(client: discord.Client, fake: DiscordFake) -> AsyncIterator[
     client.event(_on_ready_setter(ready))
     task = asyncio.create_task(client.start(fake.token))
     try:
-        await asyncio.wait_for(ready.wait(), 5)
+        await asyncio.wait_for(ready.wait(), PATIENCE)
         yield client
     finally:
         await client.close()
-        await asyncio.wait_for(task, 5)
+        await asyncio.wait_for(task, PATIENCE)
 
 
 def _on_ready_setter(ready: asyncio.Event) -> Any:

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from plan_kit import Recorder, bench, start_app
+from waiting import PATIENCE
 from runwield_bridge.core.git import worktree_gitdir
 
 CHILD = """
@@ -35,7 +36,7 @@ asyncio.run(main(*sys.argv[1:]))
 """
 
 
-def wait_for_lines(path: Path, count: int, timeout: float = 30) -> list[str]:
+def wait_for_lines(path: Path, count: int, timeout: float = PATIENCE) -> list[str]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         lines = path.read_text().splitlines() if path.exists() else []

@@ -13,6 +13,7 @@ from runwield_bridge.config import WebConfig, load_settings
 from runwield_bridge.core.reviews import Feedback, LineComment, ReviewHub, static_link_base
 from runwield_bridge.web.review import add_review_routes
 from runwield_bridge.web.server import WebServer
+from waiting import PATIENCE
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -56,7 +57,7 @@ async def test_a_reviewer_sends_feedback_then_approves_the_revised_plan(tmp_path
             await page.get_by_role("button", name="Send feedback").click()
             await page.get_by_text("goes back to the Agent with your feedback").wait_for()
 
-            outcome = await asyncio.wait_for(waiting, 10)
+            outcome = await asyncio.wait_for(waiting, PATIENCE)
             assert outcome.state == "changes_requested"
             assert outcome.feedback == Feedback(
                 "Measure before and after.", (LineComment(5, "1. Add an LRU cache", "Bound it: 1000 entries."),)
@@ -72,7 +73,7 @@ async def test_a_reviewer_sends_feedback_then_approves_the_revised_plan(tmp_path
             assert "LRU cache of 1000 entries" in await page.locator("article").inner_text()
             await page.get_by_role("button", name="Approve revision 2").click()
             await page.get_by_text("is approved").wait_for()
-            outcome = await asyncio.wait_for(waiting, 10)
+            outcome = await asyncio.wait_for(waiting, PATIENCE)
             assert outcome.approved and outcome.revision == 2
             await browser.close()
         stored = await app.plans.get(plan.id)

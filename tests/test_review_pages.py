@@ -19,6 +19,7 @@ from runwield_bridge.core.store import PlanRecord
 from runwield_bridge.web.markdown import inline, parse_blocks
 from runwield_bridge.web.review import add_review_routes
 from runwield_bridge.web.server import WebServer
+from waiting import PATIENCE
 
 PLAN = """# Add a <script> README
 
@@ -114,7 +115,7 @@ async def test_feedback_reaches_the_waiting_session_and_closes_the_link(setup: S
     assert not waiter.done()
     status, page = await post(setup, link.url, revision="1", action="feedback", general=" Also a CONTRIBUTING file. ", **{"line-5": "README.rst?"})
     assert status == 200 and "Feedback sent" in page
-    outcome = await asyncio.wait_for(waiter, 5)
+    outcome = await asyncio.wait_for(waiter, PATIENCE)
     assert outcome.state == "changes_requested" and not outcome.approved
     assert outcome.feedback == Feedback("Also a CONTRIBUTING file.", (LineComment(5, "1. Write `README.md`", "README.rst?"),))
     assert outcome.feedback.as_text() == "Line 5 (1. Write `README.md`): README.rst?\nAlso a CONTRIBUTING file."
@@ -131,7 +132,7 @@ async def test_approval_resolves_the_waiter_and_a_restarted_waiter_still_gets_it
     await asyncio.sleep(0.05)
     status, page = await post(setup, link.url, revision="1", action="approve")
     assert status == 200 and "is approved" in page
-    outcome = await asyncio.wait_for(waiter, 5)
+    outcome = await asyncio.wait_for(waiter, PATIENCE)
     assert outcome.approved and outcome.feedback.empty
     plan = await setup.app.plans.get(setup.plan.id)
     assert (plan.state, plan.approved_revision) == ("approved", 1)
@@ -144,7 +145,7 @@ async def test_a_decision_made_by_another_process_reaches_the_waiter_by_polling(
     other = ReviewHub(setup.app.store, setup.app.plans, static_link_base(""), now=setup.clock)
     waiter = asyncio.create_task(setup.hub.wait(link.review_id, poll=0.05))
     await other.approve(link.url.rsplit("/", 1)[1])
-    assert (await asyncio.wait_for(waiter, 5)).approved
+    assert (await asyncio.wait_for(waiter, PATIENCE)).approved
 
 
 @pytest.mark.parametrize(

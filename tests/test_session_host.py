@@ -22,6 +22,7 @@ from runwield_bridge.core.sessions import SessionBusy
 from runwield_bridge.core.tools import Tool, ToolSpec
 from runwield_bridge.hookspecs import hookimpl
 from runwield_bridge.host import load_plugins
+from waiting import until
 
 
 class Recorder:
@@ -87,8 +88,7 @@ async def test_cancel_settles_before_the_next_turn_and_keeps_partial_work(tmp_pa
     record = await app.host.create(str(tmp_path))
     slow = Recorder()
     turn = asyncio.create_task(app.host.prompt(record.id, "a slow one", slow))
-    while not slow.text():
-        await asyncio.sleep(0.02)
+    await until(slow.text, "the slow reply to start")
     with pytest.raises(SessionBusy):
         await app.host.prompt(record.id, "too early", Recorder())
     await app.host.cancel(record.id)
@@ -108,8 +108,7 @@ async def test_a_prompt_during_cancellation_waits_for_the_settle(tmp_path: Path)
     record = await app.host.create(str(tmp_path))
     slow = Recorder()
     turn = asyncio.create_task(app.host.prompt(record.id, "slow", slow))
-    while not slow.text():
-        await asyncio.sleep(0.02)
+    await until(slow.text, "the slow reply to start")
     cancel = asyncio.create_task(app.host.cancel(record.id))
     await asyncio.sleep(0)  # the cancel is delivered first, as a client sends it
     follow = Recorder()

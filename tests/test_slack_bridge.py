@@ -203,7 +203,7 @@ async def test_cancel_new_and_status_are_message_commands_in_a_thread(tmp_path: 
         thread = await world.mention("something slow please")
         await world.reply_containing(thread, "You said:")
         await world.say(thread, f"<@{world.fake.bot_user_id}> /cancel")
-        cancelled = await world.reply_containing(thread, "⏹ Cancelled.", timeout=5)
+        cancelled = await world.reply_containing(thread, "⏹ Cancelled.")
         assert " 15" not in cancelled["text"], "the turn stopped before it finished streaming"
         await world.say(thread, "/cancel")
         await world.reply_containing(thread, "Nothing is running.")
@@ -218,7 +218,7 @@ async def test_updates_stay_within_4000_bytes_and_a_429_is_waited_out(tmp_path: 
         world.fake.inject_rate_limit("chat.update", retry_after=1)
         words = " ".join(f"<wörd{i}>" for i in range(700))
         thread = await world.mention(words)
-        await world.fake.wait_until(lambda: world.texts(thread) and world.texts(thread)[-1].endswith("wörd699&gt;"), timeout=15)
+        await world.fake.wait_until(lambda: world.texts(thread) and world.texts(thread)[-1].endswith("wörd699&gt;"))
         sent = world.fake.calls_to("chat.postMessage") + world.fake.calls_to("chat.update")
         assert len(world.texts(thread)) >= 2 and all(len(c["text"].encode()) <= 4000 for c in sent)
         assert 429 in [c.status for c in world.fake.calls_to("chat.update")]
@@ -230,7 +230,7 @@ async def test_direct_messages_need_no_mention_and_images_reach_agents_that_take
     async with slack_world(section={"agent": "asker"}, agents={"asker": asking_agent(tmp_path)}) as world:
         dm = world.fake.add_channel("D0ALICE", world.fake.user_id, is_im=True)["id"]
         await world.say(None, "hi there", channel=dm)
-        reply = await world.reply_containing(None, "echo: hi there")
+        reply = await world.reply_containing(None, "echo: hi there", final=True)  # the turn is over: the next message is a prompt
         assert reply["channel"] == dm
         image = world.fake.add_file("pixel.png", b"\x89PNG" + bytes(60))
         await world.say(None, "what is this", channel=dm, files=[image])
@@ -288,7 +288,7 @@ class SocketModeSlack(SlackFake):
         """Send an ``events_api`` envelope over the socket; returns its id (acknowledged into ``acks``)."""
         envelope_id = str(uuid.uuid4())
         envelope = {"envelope_id": envelope_id, "type": "events_api", "payload": self.event_envelope(event), "accepts_response_payload": False}
-        await self.wait_until(lambda: bool(self.sockets), timeout=10)
+        await self.wait_until(lambda: bool(self.sockets))
         await self.sockets[-1].send_json(envelope)
         return envelope_id
 
@@ -300,6 +300,6 @@ async def test_socket_mode_receives_over_the_websocket_and_serves_no_events_rout
             assert not service.web.has_routes, "no HTTP route: events come over the socket"
             event = fake.app_mention_event("over the socket")
             envelope = await fake.push(event)
-            await fake.wait_until(lambda: envelope in fake.acks, timeout=10)
-            await fake.wait_until(lambda: any("You said: over the socket" in m["text"] for m in fake.bot_messages()), timeout=10)
+            await fake.wait_until(lambda: envelope in fake.acks)
+            await fake.wait_until(lambda: any("You said: over the socket" in m["text"] for m in fake.bot_messages()))
             assert fake.bot_messages()[-1]["thread_ts"] == event["ts"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from runwield_bridge.channels.supervisor import Backoff, Supervisor
+from waiting import PATIENCE
 
 
 def test_backoff_doubles_up_to_the_maximum_and_resets_after_a_long_run() -> None:
@@ -26,7 +27,7 @@ async def test_a_failing_task_is_restarted_and_each_failure_reported() -> None:
         reports.append((str(exc), delay))
 
     supervisor = Supervisor("flaky", target, on_failure, Backoff(initial=0.01, maximum=0.02))
-    await asyncio.wait_for(supervisor.start(), 5)
+    await asyncio.wait_for(supervisor.start(), PATIENCE)
     assert runs == [0, 1, 2]
     assert reports == [("boom 1", 0.01), ("boom 2", 0.02)]
     assert supervisor.failures == 2 and not supervisor.running

@@ -138,7 +138,7 @@ async def test_a_permission_request_that_times_out_or_is_cancelled_is_not_approv
         await world.reply_containing(OWNER, "permission: cancelled")
         assert "not approved" in world.fake.messages[(OWNER, message_id)]["text"]
         await world.send(OWNER, OWNER, "permission again")
-        message_id, _ = await world.keyboard(OWNER, "Permission needed", timeout=5)
+        message_id, _ = await world.keyboard(OWNER, "Permission needed")
         await world.send(OWNER, OWNER, "/cancel")
         await world.fake.wait_until(lambda: "Cancelled; not approved" in world.fake.messages[(OWNER, message_id)]["text"])
         assert len(agent_calls(tmp_path, "session/cancel")) == 1
@@ -227,7 +227,7 @@ async def test_cancel_settles_a_running_turn(tmp_path: Path) -> None:
     async with bridge_world(tmp_path=tmp_path) as world:
         await world.send(OWNER, OWNER, "something slow please")
         await world.fake.wait_until(lambda: any(text.endswith(" …") for text in world.texts(OWNER)))
-        cancelled = await world.exchange(OWNER, OWNER, "/cancel", "⏹ Cancelled.", timeout=5)
+        cancelled = await world.exchange(OWNER, OWNER, "/cancel", "⏹ Cancelled.")
         assert " 15" not in cancelled["text"], "the turn stopped before it finished streaming"
         await world.exchange(OWNER, OWNER, "/cancel", "Nothing is running.")
         await world.exchange(OWNER, OWNER, "after the cancel", "You said: after the cancel")
@@ -352,7 +352,7 @@ async def test_rate_limits_are_waited_out_without_losing_text(tmp_path: Path) ->
     async with bridge_world(tmp_path=tmp_path) as world:
         world.fake.inject_rate_limit("editMessageText", retry_after=1, count=1)
         await world.send(OWNER, OWNER, "keep every word of this")
-        await world.fake.wait_until(lambda: "You said: keep every word of this" in world.texts(OWNER), timeout=10)
+        await world.fake.wait_until(lambda: "You said: keep every word of this" in world.texts(OWNER))
         assert 429 in [c.status for c in world.fake.calls_to("editMessageText")]
 
 

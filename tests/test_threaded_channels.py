@@ -25,7 +25,7 @@ async def test_a_permission_is_denied_on_timeout_and_approved_only_by_a_click(pl
         assert "not approved" in world.current(message)
 
         await world.say(thread, "permission again")
-        message, buttons = await world.buttons(thread, "Permission needed", timeout=5)
+        message, buttons = await world.buttons(thread, "Permission needed")
         await world.say(thread, "1")
         await world.reply_containing(thread, "answer the question above with its buttons")
         await world.click(message, buttons[0])

@@ -142,9 +142,9 @@ class ConsoleChannel:
                 reason = str(exc).partition(" Nothing was sent")[0]
                 raise BridgeError(f"{reason} `wld sessions` lists the saved Sessions (--all with archived ones).") from None
         else:
-            session_id = await inbox.new_session(CONVERSATION)
+            session_id = None  # created by the first message: a chat left at once saves nothing
         self.terminal.newline()
-        self.terminal.write(f"Session {session_id} · Ctrl-C cancels a turn · /quit or Ctrl-D leaves\n")
+        self.terminal.write(f"{f'Session {session_id}' if session_id else 'New Session'} · Ctrl-C cancels a turn · /quit or Ctrl-D leaves\n")
         lines: asyncio.Queue[str | None] = asyncio.Queue()
         _start_line_reader(asyncio.get_running_loop(), lines)
         chat = _Chat(inbox, lines, self.background)
@@ -157,6 +157,9 @@ class ConsoleChannel:
                 break
             if not line.strip():
                 continue
+            if session_id is None and not line.lstrip().startswith("/") and not await inbox.is_bound(CONVERSATION):
+                session_id = await inbox.new_session(CONVERSATION)
+                self.terminal.write(f"Session {session_id}\n")
             chat.turn = await inbox.receive_message(IncomingMessage(CONVERSATION, PERSON, line.rstrip("\n")))
             if chat.turn is not None:
                 await chat.follow(self.shown)

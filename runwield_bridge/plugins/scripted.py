@@ -25,7 +25,7 @@ from ..hookspecs import hookimpl
 CONTEXT_WINDOW = 32_768
 USD_PER_INPUT_TOKEN = 1e-6
 USD_PER_OUTPUT_TOKEN = 2e-6
-SLOW_CHUNK_DELAY = 0.2
+SLOW_CHUNK_DELAY = 1.0  # 15 s in all: time to cancel, overlap or steer even on a busy machine
 SLOW_CHUNKS = 15
 _READ = re.compile(r"\bread\s+(\S+)", re.IGNORECASE)
 _MAKE_A_PLAN = re.compile(r"\bmake a plan\b(?:\s+(?:to|for|about)\b)?[\s:,-]*(.*)", re.IGNORECASE | re.DOTALL)

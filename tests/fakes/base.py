@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 import aiohttp
 from aiohttp import web
 
+from waiting import PATIENCE
+
 HOST = "127.0.0.1"
 
 Predicate = Callable[["RecordedCall"], bool]
@@ -192,7 +194,7 @@ class FakeServer:
         method: str | None = None,
         predicate: Predicate | None = None,
         *,
-        timeout: float = 5.0,
+        timeout: float = PATIENCE,
         since: int = 0,
     ) -> RecordedCall:
         """Return the first call (index >= ``since``) matching ``method`` and ``predicate``, waiting if needed."""
@@ -204,7 +206,7 @@ class FakeServer:
         count: int,
         predicate: Predicate | None = None,
         *,
-        timeout: float = 5.0,
+        timeout: float = PATIENCE,
         since: int = 0,
     ) -> list[RecordedCall]:
         """Wait until ``count`` matching calls were recorded; AssertionError on timeout."""
@@ -228,7 +230,7 @@ class FakeServer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), remaining)
 
-    async def wait_until(self, condition: Callable[[], bool], *, timeout: float = 5.0) -> None:
+    async def wait_until(self, condition: Callable[[], bool], *, timeout: float = PATIENCE) -> None:
         """Wait until ``condition()`` is true, re-checking whenever the fake records something."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout

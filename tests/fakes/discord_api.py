@@ -20,6 +20,8 @@ from aiohttp import WSMsgType, web
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
+from waiting import PATIENCE
+
 from .base import CALL_KEY, FakeServer, RecordedCall, json_response
 
 API_VERSION = 10
@@ -347,7 +349,7 @@ class DiscordFake(FakeServer):
 
     # -- gateway injection ---------------------------------------------------
 
-    async def wait_for_session(self, timeout: float = 5.0) -> GatewaySession:
+    async def wait_for_session(self, timeout: float = PATIENCE) -> GatewaySession:
         """Wait until a client has identified and received READY."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout

@@ -1,0 +1,123 @@
+"""What a person sees the first time they run `wld`: version, help, session list, a chat left at once, a bad database."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sqlite3
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from runwield_bridge.cli import build_parser
+from runwield_bridge.config import ConfigError
+from runwield_bridge.core.store import Store
+
+WLD = str(Path(sys.executable).parent / "wld")
+RUN_TIMEOUT = 120  # one `wld` process; starting it takes seconds on a busy machine
+
+
+def wld(*args: str, home: Path, env: dict[str, str] | None = None, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """Run `wld ARGS` with its state in ``home`` and no configuration file."""
+    environment = {"PATH": str(Path(sys.executable).parent), "WLD_HOME": str(home), **(env or {})}
+    return subprocess.run([WLD, *args], input=stdin, capture_output=True, text=True, env=environment, cwd=home, timeout=RUN_TIMEOUT)
+
+
+def test_version_prints_the_installed_version(tmp_path: Path) -> None:
+    done = wld("--version", home=tmp_path)
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, f"wld {version('runwield-bridge')}", "")
+
+
+def test_every_subcommand_and_argument_has_help_text() -> None:
+    def walk(parser: argparse.ArgumentParser, name: str) -> list[str]:
+        missing = []
+        listing = parser.format_help().splitlines()
+        for action in parser._actions:  # argparse has no public list of a parser's arguments
+            if not action.help or action.help == argparse.SUPPRESS:
+                missing.append(f"{name} {'/'.join(action.option_strings) or action.metavar or action.dest}")
+            if isinstance(action.choices, dict):  # the subcommands
+                for sub, subparser in action.choices.items():
+                    if not any(line.split()[1:] and line.split()[0] == sub for line in listing):
+                        missing.append(f"{name} {sub}")
+                    missing += walk(subparser, f"{name} {sub}")
+        return missing
+
+    assert walk(build_parser(), "wld") == []
+
+
+async def many_sessions(home: Path, count: int) -> None:
+    """``count`` saved Sessions in ``home``'s database (copies of one made through the store)."""
+    store = await Store.open(f"sqlite+aiosqlite:///{home / 'wld.db'}")
+    try:
+        await store.create_session(cwd=str(home), agent="build", model="scripted", reasoning=None, title="a saved chat")
+    finally:
+        await store.close()
+    with sqlite3.connect(home / "wld.db") as db:
+        columns = [row[1] for row in db.execute("PRAGMA table_info(sessions)")]
+        [template] = db.execute(f"SELECT {', '.join(columns)} FROM sessions").fetchall()
+        rows = [(f"ses_{n:032x}", *template[1:]) for n in range(count)]
+        db.executemany(f"INSERT INTO sessions ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows)
+
+
+def test_sessions_has_column_headers_and_a_reader_that_leaves_early_is_no_error(tmp_path: Path) -> None:
+    asyncio.run(many_sessions(tmp_path, 3000))  # far more than a pipe holds, so writing goes on after `head` left
+    listing = wld("sessions", home=tmp_path)
+    header, first = listing.stdout.splitlines()[:2]
+    assert header.split() == ["SESSION", "UPDATED", "MODEL", "COST", "TITLE"]
+    assert first.startswith("ses_") and first.endswith("a saved chat")
+    assert (first.index("scripted"), first.index("a saved chat")) == (header.index("MODEL"), header.index("TITLE")), "under their headers"
+
+    piped = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", f"'{WLD}' sessions | head -1"],
+        capture_output=True, text=True, env={"WLD_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}, timeout=RUN_TIMEOUT,
+    )
+    assert (piped.returncode, piped.stdout, piped.stderr) == (0, header + "\n", "")
+
+
+def test_chat_left_at_once_saves_nothing_and_prints_no_traceback(tmp_path: Path) -> None:
+    for leave in ("/quit\n", ""):  # the command, and end of input (Ctrl-D)
+        chat = wld("chat", home=tmp_path, stdin=leave)
+        assert chat.returncode == 0 and "Traceback" not in chat.stderr + chat.stdout, chat.stderr
+        assert "New Session" in chat.stdout
+    assert wld("sessions", home=tmp_path).stdout.strip() == "no sessions yet; start one with: wld chat"
+
+    chat = wld("chat", home=tmp_path, stdin="hello\n/quit\n")
+    assert "You said: hello" in chat.stdout and "Traceback" not in chat.stderr, chat.stderr
+    [saved] = wld("sessions", home=tmp_path).stdout.splitlines()[1:]
+    assert saved.endswith("hello"), "the first message makes (and titles) the Session"
+
+
+def test_a_postgres_url_without_its_driver_says_which_extra_to_install(tmp_path: Path) -> None:
+    missing = tmp_path / "no-asyncpg"
+    missing.mkdir()
+    (missing / "asyncpg.py").write_text("raise ModuleNotFoundError(\"No module named 'asyncpg'\")\n")  # as if not installed
+    (tmp_path / "wld.toml").write_text('database_url = "postgresql://wld:secret@127.0.0.1:5432/wld"\n')
+    env = {"WLD_CONFIG": str(tmp_path / "wld.toml"), "PYTHONPATH": str(missing)}
+    for command in ("sessions", "chat"):
+        done = wld(command, home=tmp_path, env=env)
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        assert done.stderr.splitlines() == [
+            "wld: configuration error: database_url: the asyncpg driver for postgresql is not installed; "
+            "pip install 'runwield-bridge[postgres]'"
+        ]
+    assert list(tmp_path.glob("*.db")) == [], "nothing was created"
+
+
+def test_a_database_url_without_a_driver_gets_the_asyncio_one() -> None:
+    from runwield_bridge.config import with_async_driver
+
+    assert with_async_driver("sqlite:////srv/wield/wld.db") == "sqlite+aiosqlite:////srv/wield/wld.db"
+    with pytest.raises(ConfigError, match=r"database_url: sqlite\+pysqlite is not an asyncio driver"):
+        with_async_driver("sqlite+pysqlite:////srv/wield/wld.db")
+    with pytest.raises(ConfigError, match="database_url: unknown database 'nosuchdb'"):
+        with_async_driver("nosuchdb://host/db")
+
+
+async def test_processes_opening_a_fresh_database_at_once_all_start(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}"  # as two IDE windows starting `wld acp` on a new install
+    stores = await asyncio.gather(*(Store.open(url) for _ in range(4)))
+    for store in stores:
+        await store.close()
