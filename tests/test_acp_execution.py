@@ -10,7 +10,7 @@ import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from acp_session import menus, model_requests, say, since, text_since
+from acp_session import menus, model_requests, say, since
 from acp_wire import WireClient
 from plan_kit import git, make_project, write_config
 from test_acp_plans import decide, heard, reply, review_link

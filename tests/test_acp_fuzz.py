@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_acp_server import INIT, WLD
 
-EXAMPLES = 200  # batches of up to 12 frames each, one probe after each batch
+EXAMPLES = 300  # batches of up to 12 frames each, one probe after each batch
 ANSWER_TIMEOUT = 60.0
 METHODS = (
     "initialize",

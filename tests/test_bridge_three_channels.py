@@ -10,6 +10,7 @@ from tests.fakes.discord_api import DiscordFake
 from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import TelegramFake
 from tests.platform_kit import discord_section, events_url_ready, running_bridge, settled, slack_section
+from waiting import PATIENCE
 
 
 async def test_telegram_discord_and_slack_run_at_once_each_bound_to_its_own_session_on_one_agent_connection(tmp_path: Path) -> None:
@@ -50,8 +51,8 @@ async def test_a_question_asked_on_one_platform_cannot_be_answered_from_another(
     async with TelegramFake() as telegram, DiscordFake() as discord:
         channels = {"telegram": telegram_section(telegram, agent="asker"), "discord": discord_section(discord, agent="asker")}
         async with running_bridge(channels, agents={"asker": asking_agent(tmp_path)}):
-            await telegram.wait_until(lambda: bool(telegram.calls_to("getUpdates")), timeout=10)
-            await discord.wait_for_session(timeout=10)
+            await telegram.wait_until(lambda: bool(telegram.calls_to("getUpdates")), timeout=PATIENCE)
+            await discord.wait_for_session(timeout=PATIENCE)
             telegram.push_message(OWNER, OWNER, "permission please")
             question = await settled(telegram, lambda: [m for m in telegram.bot_messages(OWNER) if "Permission needed" in m["text"] and m.get("reply_markup")], 15)
             allow, reject = (b["callback_data"] for b in question["reply_markup"]["inline_keyboard"][0])

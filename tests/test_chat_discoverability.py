@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.bridge_kit import OWNER, bridge_world
+from waiting import PATIENCE
 
 CHAT_SCOPE = json.dumps({"chat_id": OWNER, "type": "chat"}, sort_keys=True)
 
@@ -16,7 +17,7 @@ CHAT_SCOPE = json.dumps({"chat_id": OWNER, "type": "chat"}, sort_keys=True)
 async def test_the_first_session_sets_the_chat_menu_with_names_telegram_can_show(tmp_path: Path) -> None:
     async with bridge_world(tmp_path=tmp_path) as world:
         await world.exchange(OWNER, OWNER, "hello", "You said: hello")
-        await world.fake.wait_until(lambda: CHAT_SCOPE in world.fake.commands, timeout=10)
+        await world.fake.wait_until(lambda: CHAT_SCOPE in world.fake.commands, timeout=PATIENCE)
         names = [c["command"] for c in world.fake.commands[CHAT_SCOPE]]
         assert names[:5] == ["cancel", "new", "resume", "status", "help"]
         assert "load_plan" in names and "plan_review" in names, "dashed names appear under their underscore aliases"

@@ -20,6 +20,7 @@ from tests.platform_kit import discord_world, slack_world
 from tests.wld_process import WldProcess, free_port
 from tests.wld_process import write_config as write_wld_config
 from tests.plan_kit import git, make_project
+from waiting import PATIENCE
 
 REQUEST = "make a plan to write README.md saying hello"
 TITLE = "Write README.md saying hello"
@@ -176,7 +177,7 @@ async def wld_bridge(config: Path, fake: TelegramFake) -> AsyncIterator[WldProce
     started = len(fake.calls_to("deleteWebhook"))
     process = await WldProcess.start("bridge", "--config", str(config))
     try:
-        await fake.wait_until(lambda: len(fake.calls_to("deleteWebhook")) > started, timeout=30)
+        await fake.wait_until(lambda: len(fake.calls_to("deleteWebhook")) > started, timeout=PATIENCE)
         yield process
     finally:
         print((await process.stop()).stderr)  # shown when the test fails
@@ -210,7 +211,7 @@ async def test_the_whole_journey_through_wld_bridge_including_a_sigkill_and_a_re
             assert "Keep it short." in approval["text"]
             question = await me.answers(f"Execute “{TITLE}” now?", "Execute", after=approval["message_id"])
             mode = await me.answers("be executed?", "All at once", after=question["message_id"])
-            await fake.wait_until(marker.exists, timeout=30)  # the validation step is under way
+            await fake.wait_until(marker.exists, timeout=PATIENCE)  # the validation step is under way
             bridge.proc.kill()
             await bridge.proc.wait()
         with contextlib.suppress(ProcessLookupError):
@@ -240,7 +241,7 @@ async def test_on_discord_and_slack_review_decisions_arrive_as_new_messages_in_t
         thread = await world.mention(REQUEST)
         await world.reply_containing(thread, "Saved Plan", final=True)
         await world.say(thread, "/plan-review")
-        link_message, buttons = await world.buttons(thread, "in your browser", timeout=20)
+        link_message, buttons = await world.buttons(thread, "in your browser", timeout=PATIENCE)
         url = LINK.search(world.current(link_message)).group(1)
         assert [b.get("url") for b in buttons] == [url], "the review link is a URL button"
         before = len(world.texts(thread))
@@ -251,10 +252,10 @@ async def test_on_discord_and_slack_review_decisions_arrive_as_new_messages_in_t
         assert any("back with feedback" in text for text in after) and any("revision 2" in text for text in after)
 
         await world.say(thread, "/plan-review")
-        second, _ = await world.buttons(thread, "Review revision 2", timeout=20)
+        second, _ = await world.buttons(thread, "Review revision 2", timeout=PATIENCE)
         before = len(world.texts(thread))
         await decide(LINK.search(world.current(second)).group(1), "approve", revision=2, general="Keep it short.")
-        await world.buttons(thread, f"Execute “{TITLE}” now?", timeout=20)
+        await world.buttons(thread, f"Execute “{TITLE}” now?", timeout=PATIENCE)
         after = world.texts(thread)[before:]
         approved = next(i for i, text in enumerate(after) if "The review approved revision 2" in text)
         asked = next(i for i, text in enumerate(after) if "now?" in text)

@@ -84,7 +84,7 @@ def test_chat_left_at_once_saves_nothing_and_prints_no_traceback(tmp_path: Path)
         assert "New Session" in chat.stdout
     assert wld("sessions", home=tmp_path).stdout.strip() == "no sessions yet; start one with: wld chat"
 
-    chat = wld("chat", home=tmp_path, stdin="hello\n/quit\n")
+    chat = wld("chat", home=tmp_path, stdin="hello\n")  # end of input lets the turn finish (a /quit would cancel it)
     assert "You said: hello" in chat.stdout and "Traceback" not in chat.stderr, chat.stderr
     [saved] = wld("sessions", home=tmp_path).stdout.splitlines()[1:]
     assert saved.endswith("hello"), "the first message makes (and titles) the Session"

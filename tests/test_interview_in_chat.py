@@ -22,6 +22,7 @@ from runwield_bridge.core.store import Store
 from tests.bridge_kit import OWNER, asking_agent, bridge_world
 from tests.platform_kit import discord_world, slack_world
 from tests.test_chat_cli import Chat
+from waiting import PATIENCE
 
 LANGUAGE, TESTS, ELSE = "Which language should the example use?", "Should it include tests?", "Anything else I should know?"
 OTHER_TEXT = f"Type your own answer to: {LANGUAGE}"
@@ -104,7 +105,7 @@ class Messages:
         return sum(text in said and not said.endswith("…") for said in self.texts())
 
     async def wait_until(self, condition: Callable[[], bool]) -> None:
-        await self.fake.wait_until(condition, timeout=15)
+        await self.fake.wait_until(condition, timeout=PATIENCE)
 
     def said(self) -> str:
         return "\n".join(self.texts())
@@ -118,7 +119,7 @@ class TelegramPerson(Messages):
         await self.world.send(OWNER, OWNER, text)
 
     async def press(self, prompt: str, label: str) -> list[str]:
-        message_id, buttons = await self.world.keyboard(OWNER, prompt, timeout=15)
+        message_id, buttons = await self.world.keyboard(OWNER, prompt, timeout=PATIENCE)
         [data] = [b["callback_data"] for b in buttons if b["text"] == label]
         await self.world.press(OWNER, OWNER, data, message_id)
         return [b["text"] for b in buttons]
@@ -141,7 +142,7 @@ class ThreadPerson(Messages):
             await self.world.say(self.thread, text)
 
     async def press(self, prompt: str, label: str) -> list[str]:
-        message, buttons = await self.world.buttons(self.thread, prompt, timeout=15)
+        message, buttons = await self.world.buttons(self.thread, prompt, timeout=PATIENCE)
         [button] = [b for b in buttons if self.world.label(b) == label]
         await self.world.click(message, button)
         return [self.world.label(b) for b in buttons]
@@ -194,7 +195,7 @@ class TerminalPerson:
                 assert chunk, f"chat ended early; output:\n{self.chat.output}"
                 self.chat.output += self.decoder.decode(chunk)
 
-        await asyncio.wait_for(read(), 15)
+        await asyncio.wait_for(read(), PATIENCE)
 
     def said(self) -> str:
         return self.chat.output
@@ -212,7 +213,7 @@ async def opened_store() -> AsyncIterator[Store]:
 async def test_the_interview_in_wld_chat_is_a_numbered_menu_per_choice(tmp_path: Path) -> None:
     chat = await Chat.start(cwd=tmp_path)
     person = TerminalPerson(chat)
-    await person.wait_until(lambda: "Session ses_" in chat.output)
+    await person.wait_until(lambda: "Ctrl-C cancels a turn" in chat.output)
     await interview_twice(person)
     assert "1. Python\n2. Rust\n3. Go\n4. Other" in chat.output
     assert await chat.finish() == 0

@@ -16,6 +16,7 @@ from runwield_bridge.channels.telegram.channel import SECRET_HEADER
 from tests.bridge_kit import OWNER, SECRET, STRANGER, agent_calls, asking_agent, bridge_world
 from tests.fakes.base import http_post, raw_post
 from tests.fakes.telegram_api import TelegramFake
+from waiting import PATIENCE
 
 MODES = ["polling", "webhook"]
 
@@ -216,7 +217,7 @@ async def test_a_session_resumed_in_another_chat_still_asks_the_chat_whose_turn_
 
         await world.exchange(group, STRANGER, f"/resume {session}", f"Resumed session {session}")
         await world.send(OWNER, OWNER, "permission again")
-        question, buttons = await world.keyboard(OWNER, "Permission needed", timeout=5)
+        question, buttons = await world.keyboard(OWNER, "Permission needed", timeout=PATIENCE)
         assert not [m for m in world.fake.bot_messages(group) if m.get("reply_markup")], "the question is asked where the turn is"
         assert await world.pressed(OWNER, OWNER, buttons[1]["callback_data"], question) == "Answer recorded."
         await world.reply_containing(OWNER, "permission: selected reject")
