@@ -142,6 +142,7 @@ async def test_a_permission_request_that_times_out_or_is_cancelled_is_not_approv
         message_id, _ = await world.keyboard(OWNER, "Permission needed")
         await world.send(OWNER, OWNER, "/cancel")
         await world.fake.wait_until(lambda: "Cancelled; not approved" in world.fake.messages[(OWNER, message_id)]["text"])
+        await world.fake.wait_until(lambda: bool(agent_calls(tmp_path, "session/cancel")))  # the agent logs it in its own time
         assert len(agent_calls(tmp_path, "session/cancel")) == 1
 
 
