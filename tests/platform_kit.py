@@ -229,8 +229,12 @@ class SlackWorld:
 
 async def events_url_ready(fake: SlackFake, service: BridgeService) -> str:
     """The bridge's Events API URL, once the Slack channel answers Slack's URL check."""
-    url = f"{service.web.base_url}/slack/events"
     await fake.wait_for_call("auth.test")
+    return await answering_url_check(fake, f"{service.web.base_url}/slack/events")
+
+
+async def answering_url_check(fake: SlackFake, url: str) -> str:
+    """``url``, once a bridge answers Slack's URL check there."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + PATIENCE
     while (await fake.post_url_verification(url)).status != 200:

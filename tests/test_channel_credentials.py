@@ -17,6 +17,7 @@ from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import TelegramFake
 from tests.platform_kit import discord_section, discord_urls_restored, events_url_ready, running_bridge, settled, slack_section
 from tests.wld_process import free_port, run_wld, write_config
+from waiting import PATIENCE
 
 WRONG = {  # case: (channel, key, a value the platform rejects, the call that checks it)
     "telegram": ("telegram", "token", "111111:WRONG-telegram_abcdefghijklmnopq", "getMe"),
@@ -26,7 +27,7 @@ WRONG = {  # case: (channel, key, a value the platform rejects, the call that ch
 }
 
 
-async def stopped(supervisor: Any, timeout: float = 15.0) -> None:
+async def stopped(supervisor: Any, timeout: float = PATIENCE) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while supervisor.running:
         assert asyncio.get_running_loop().time() < deadline, f"{supervisor.name} is still retrying"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from tests.fakes.discord_api import DiscordFake
 from tests.fakes.openai_api import OpenAIFake
 from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import TelegramFake
-from tests.platform_kit import discord_section, settled, slack_section
+from tests.platform_kit import answering_url_check, discord_section, settled, slack_section
 from tests.wld_process import WldProcess, free_port, write_config
 
 TELEGRAM_TOKEN = "987654321:SECRET-telegram_abcdefghijklmnopqrs"
@@ -38,15 +37,6 @@ def leaks(where: str, text: str) -> list[str]:
 def stored_bytes(home: Path) -> str:
     """Every byte of the state directory's database files (the WAL included), as text."""
     return "".join(path.read_bytes().decode("latin-1") for path in sorted(home.glob("wld.db*")))
-
-
-async def slack_events_ready(slack: SlackFake, url: str, timeout: float = 30.0) -> str:
-    """The events URL, once the bridge answers Slack's URL check there."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while (await slack.post_url_verification(url)).status != 200:
-        assert asyncio.get_running_loop().time() < deadline, "the Slack events route never became ready"
-        await asyncio.sleep(0.05)
-    return url
 
 
 @pytest.mark.parametrize("log_level", ["WARNING", "INFO", "DEBUG"])
@@ -77,7 +67,7 @@ async def test_no_secret_reaches_logs_output_database_or_chat_on_any_channel_at_
             await telegram.wait_for_call("getUpdates", timeout=60)
             await discord.wait_for_session(timeout=60)
             await slack.wait_for_call("auth.test", timeout=60)
-            events_url = await slack_events_ready(slack, f"http://127.0.0.1:{port}/slack/events")
+            events_url = await answering_url_check(slack, f"http://127.0.0.1:{port}/slack/events")
 
             telegram.push_message(OWNER, OWNER, "hello from telegram")
             thread = int((await discord.inject_message(f"<@{discord.bot_id}> hello from discord"))["id"])
