@@ -17,6 +17,7 @@ from test_acp_plans import decide, heard, reply, review_link
 from test_acp_server import INIT, WLD
 
 from runwield_bridge.acp.extensions import turn_of
+from waiting import PATIENCE
 
 PLAN = "make a plan to write README.md saying hello"
 TITLE = "Write README.md saying hello"
@@ -110,8 +111,8 @@ async def test_review_feedback_from_the_page_makes_the_session_revise_the_plan(t
         await decide(review_link(text), "feedback", general="Mention the licence.")
         text = await heard(client, sid, start, "revision 2")
         assert "sent revision 1 of “Write README.md saying hello” back with feedback:\nMention the licence." in text
+        await client.wait_message(lambda _: bool(settled_turns(client, start, sid)), PATIENCE)
         assert model_requests(client, start, sid) == 2, "a planning turn: revise_plan, then the reply"
-        await client.wait_message(lambda _: bool(settled_turns(client, start, sid)), 10)
         assert settled_turns(client, start, sid) == ["end_turn"], "the end of the Session's own turn is announced"
         [revised] = wld_home.glob("plans/*/*/rev-2.md")
         assert "Mention the licence." in revised.read_text()
