@@ -5,32 +5,32 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .config import ConfigError, Settings
-from .core.builtin_commands import BUILTIN_COMMANDS
 from .core.catalog import ModelCatalog, agent_profile, model_info
 from .core.commands import CommandRegistry
-from .core.interview import USER_INTERVIEW
 from .core.metrics import WorkflowMetrics
 from .core.execution import Executor
 from .core.plan_commands import PlanCommands
 from .core.plan_execution import ChatExecution
-from .core.plans import PlanBook, plan_tools
+from .core.plans import PlanBook
 from .core.reviews import ReviewHub
 from .core.sessions import SessionHost
 from .core.store import Store
-from .core.tools import BUILTIN_TOOLS, WORKTREE_TOOLS
+from .core.tools import WORKTREE_TOOLS
 from .host import PluginHost, load_plugins
+from .plugins import workflow
 from .web.pages import LazyReviewServer
 
 
 def build_catalog(settings: Settings, plugins: PluginHost) -> ModelCatalog:
     """Models from plugins, then ``[models.NAME]`` entries built by their provider."""
     catalog = ModelCatalog()
-    for info, factory in plugins.collect("register_models"):
+    for info, factory in plugins.models():
         catalog.add(info, factory)
-    providers = dict(plugins.collect("register_providers"))
+    providers = plugins.providers()
     for name, entry in settings.models.items():
         if entry.provider not in providers:
-            raise ConfigError(f"models.{name}.provider: no plugin provides {entry.provider!r} (is its extra installed?)")
+            known = ", ".join(sorted(providers)) or "none"
+            raise ConfigError(f"models.{name}.provider: no plugin provides {entry.provider!r} (known providers: {known})")
         catalog.add(model_info(name, entry, default_window=None), lambda name=name, entry=entry: providers[entry.provider](name, entry))
     return catalog
 
@@ -57,26 +57,23 @@ class App:
                 check(getattr(settings.sessions, key))
             except ValueError as exc:  # before anything is created: a configuration error changes nothing
                 raise ConfigError(f"sessions.{key}: {exc}") from None
-        tools = [*BUILTIN_TOOLS, USER_INTERVIEW, *(args[0] for args in plugins.collect("register_tools"))]
         store = await Store.open(settings.db_url)
         plans = PlanBook(store, settings.state_dir)
         reviews = ReviewHub(store, plans)
         review_pages = LazyReviewServer(settings.web, reviews)
         validation = settings.validation
         executor = Executor(store, plans, settings.state_dir, validation.commands, validation.timeout)
-        tools = [*tools, *plan_tools(plans)]
         execution = ChatExecution(plans, executor)
-        builtins = (*BUILTIN_COMMANDS, *PlanCommands(plans, reviews, execution).commands())
-        commands = CommandRegistry(builtins, (args[0] for args in plugins.collect("register_commands")))
+        plugins.bind(workflow.PlanWorkflow(PlanCommands(plans, reviews, execution)), workflow.NAME)
         try:
             host = SessionHost(
                 store,
                 catalog,
-                tools,
+                plugins.tools(),
                 settings.state_dir,
                 settings.sessions.model,
                 settings.sessions.agent,
-                commands=commands,
+                commands=CommandRegistry(plugins.commands()),
                 metrics=WorkflowMetrics.in_state_dir(settings.state_dir, settings.workflow_metrics),
                 question_timeout=settings.sessions.question_timeout or None,
                 work_tools=WORKTREE_TOOLS,
@@ -84,11 +81,13 @@ class App:
                 load_checks=(execution.on_load,),
             )
         except ValueError as exc:
+            plugins.unbind(workflow.NAME)
             await store.close()
             raise ConfigError(f"sessions: {exc}") from None
         return cls(settings, plugins, store, host, plans, reviews, executor, review_pages)
 
     async def close(self) -> None:
+        self.plugins.unbind(workflow.NAME)
         await self.host.shutdown()
         await self.review_pages.stop()
         await self.store.close()

@@ -71,7 +71,7 @@ async def listen_finding(settings: Settings) -> Finding:
 async def channel_finding(name: str, section: dict[str, object], plugins: PluginHost, settings: Settings) -> Finding:
     """The channel's section and platform library, then its credentials, checked with the platform when it is reachable."""
     subject = f"[channels.{name}]"
-    factories = dict(plugins.collect("register_channels"))
+    factories = plugins.channels()
     try:
         channel = build_channel(name, dict(section), factories, ChannelContext(WebServer(settings.web)))
     except ConfigError as exc:

@@ -9,7 +9,7 @@ import pytest
 
 from runwield_bridge import hookspecs
 from runwield_bridge.cli import main
-from runwield_bridge.host import DEFAULT_PLUGINS, load_plugins
+from runwield_bridge.host import CORE_PLUGIN, DEFAULT_PLUGINS, load_plugins
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -38,7 +38,7 @@ def register_models(register):
 def test_builtins_load_and_register_the_scripted_models() -> None:
     host = load_plugins()
     assert {p.name for p in host.loaded} >= set(DEFAULT_PLUGINS)
-    ids = {info.id for info, _ in host.collect("register_models")}
+    ids = {info.id for info, _ in host.models()}
     assert {"scripted", "scripted-fast"} <= ids
 
 
@@ -47,10 +47,10 @@ def test_entry_point_plugin_loads_and_a_broken_one_is_named(tmp_path: Path, monk
     make_distribution(tmp_path, "wld_broken_plugin", "raise RuntimeError('boom at import')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     host = load_plugins()
-    assert "echo-plugin" in {info.id for info, _ in host.collect("register_models")}
+    assert "echo-plugin" in {info.id for info, _ in host.models()}
     [failed] = [f for f in host.failed if f.name == "wld_broken_plugin"]
     assert "boom at import" in failed.error
-    assert "scripted" in {info.id for info, _ in host.collect("register_models")}
+    assert "scripted" in {info.id for info, _ in host.models()}
 
 
 def test_wld_plugins_lists_sources_and_failures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -69,9 +69,10 @@ def test_block_list_and_allow_list(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.syspath_prepend(str(tmp_path))
     blocked = load_plugins(block=["wld_good_plugin"])
     assert "wld_good_plugin" in blocked.blocked
-    assert "echo-plugin" not in {info.id for info, _ in blocked.collect("register_models")}
-    allowed = load_plugins(allow=["scripted"])
-    assert [p.name for p in allowed.loaded] == ["runwield_bridge.plugins.scripted"]
+    assert "echo-plugin" not in {info.id for info, _ in blocked.models()}
+    allowed = load_plugins(allow=["scripted"], block=["builtins"])
+    assert [p.name for p in allowed.loaded] == [CORE_PLUGIN, "runwield_bridge.plugins.scripted"], "the core's own plugin always loads"
+    assert {"read_file", "user_interview"} <= {tool.spec.name for tool in allowed.tools()}
 
 
 def hook_names() -> list[str]:

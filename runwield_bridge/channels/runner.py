@@ -45,7 +45,7 @@ def agent_endpoints(settings: Settings, session_host: Any) -> dict[str, AgentEnd
 
 def build_channels(settings: Settings, plugins: PluginHost, context: ChannelContext) -> list[Channel]:
     """One channel per ``[channels.NAME]`` section, built by the plugin that registered NAME."""
-    factories = dict(plugins.collect("register_channels"))
+    factories = plugins.channels()
     return [build_channel(name, section, factories, context) for name, section in settings.channels.items()]
 
 
