@@ -6,7 +6,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -27,7 +27,8 @@ class Strict(BaseModel):
 class ModelConfig(Strict):
     """A ``[models.NAME]`` entry."""
 
-    provider: Literal["openai", "anthropic", "scripted"] = "openai"
+    provider: str = "openai"
+    """The plugin that builds this model (built in: openai, anthropic, scripted); checked against the registered providers."""
     model: str | None = None
     base_url: str | None = None
     api_key: str | None = None

@@ -88,3 +88,16 @@ def test_wld_bridge_without_channels_says_so_and_creates_no_state(wld_home: Path
     assert main(["bridge", "--config", str(write(tmp_path, ""))]) == 2
     assert "no channels configured; add a [channels.NAME] section" in capsys.readouterr().err
     assert not wld_home.exists(), "nothing was created"
+
+
+def test_an_unregistered_provider_names_the_registered_ones_and_creates_no_state(
+    wld_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, '[models.local]\nprovider = "olama"\nmodel = "llama3.1"\n')
+    for command in (["doctor"], ["sessions"]):
+        assert main([*command, "--config", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert "models.local.provider: no plugin provides 'olama'" in err
+        known = err.split("known providers: ", 1)[1].split(")", 1)[0].split(", ")
+        assert {"anthropic", "openai", "scripted"} <= set(known), err
+    assert not wld_home.exists(), "a configuration error changes nothing: no state directory, no database"
