@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
+import re
+import types
 from pathlib import Path
 
 import pytest
 
-from runwield_bridge import hookspecs
+from runwield_bridge import Command, ModelInfo, Tool, ToolSpec, hookimpl, hookspecs
+from runwield_bridge.channels import telegram
 from runwield_bridge.cli import main
-from runwield_bridge.host import CORE_PLUGIN, DEFAULT_PLUGINS, load_plugins
+from runwield_bridge.core.commands import CommandRegistry
+from runwield_bridge.host import CORE_PLUGIN, DEFAULT_PLUGINS, PluginHost, load_plugins
+from tests.test_plugin_package import private_uses
 
 REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs" / "plugins.md"
 
 
 def make_distribution(root: Path, name: str, module_source: str) -> None:
@@ -76,11 +83,138 @@ def test_block_list_and_allow_list(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def hook_names() -> list[str]:
-    return [name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction) if name.startswith("register_")]
+    return [name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction) if hasattr(fn, "runwield_bridge_spec")]
+
+
+def doc_sections() -> dict[str, str]:
+    """docs/plugins.md's sections by heading (backticks dropped), each with its text up to the next heading."""
+    sections: dict[str, str] = {}
+    current, fenced = "", False
+    for line in DOCS.read_text().splitlines():
+        fenced ^= line.startswith("```")
+        if not fenced and (heading := re.match(r"#+\s+(.+)", line)):
+            current = heading.group(1).strip().strip("`")
+            sections[current] = ""
+        elif current:
+            sections[current] += line + "\n"
+    return sections
+
+
+def python_examples(section: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+
+
+def callers_of(method: str) -> list[str]:
+    """Test functions that call ``host.METHOD()`` on a PluginHost they made with ``load_plugins`` or ``PluginHost``."""
+    found = []
+    for path in sorted((REPO / "tests").glob("test_*.py")):
+        for test in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(test, (ast.FunctionDef, ast.AsyncFunctionDef)) or not test.name.startswith("test_"):
+                continue
+            hosts = {
+                target.id
+                for node in ast.walk(test)
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and getattr(node.value.func, "id", None) in {"load_plugins", "PluginHost"}
+                for target in node.targets
+                if isinstance(target, ast.Name)
+            }
+            calls = (n.func for n in ast.walk(test) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute))
+            if any(call.attr == method and isinstance(call.value, ast.Name) and call.value.id in hosts for call in calls):
+                found.append(f"{path.name}::{test.name}")
+    return found
 
 
 @pytest.mark.parametrize("hook", hook_names())
-def test_every_hook_is_documented_and_tested(hook: str) -> None:
-    assert f"`{hook}`" in (REPO / "docs" / "plugins.md").read_text(), f"{hook} is not in docs/plugins.md"
-    tests = "".join(p.read_text() for p in (REPO / "tests").glob("test_*.py") if p.name != "test_plugins.py")
-    assert hook in tests or hook in GOOD_PLUGIN, f"no test exercises {hook}"
+def test_every_hook_has_a_manager_method_its_own_documented_entry_and_a_test_that_calls_it(hook: str) -> None:
+    method = hook.removeprefix("register_")
+    assert callable(getattr(PluginHost, method, None)), f"PluginHost has no typed method {method}() for {hook}"
+    section = doc_sections().get(hook)
+    assert section is not None, f"docs/plugins.md has no heading for {hook}"
+    assert any(f"def {hook}(" in example for example in python_examples(section)), f"docs/plugins.md shows no example of {hook}"
+    assert callers_of(method), f"no test calls {hook} (through a PluginHost's {method}())"
+
+
+DOCUMENTED = {"register_models": "echo", "register_providers": "echo", "register_tools": "count_lines", "register_commands": "deploy", "register_channels": "matrix"}
+
+
+@pytest.mark.parametrize("hook", hook_names())
+def test_each_documented_example_registers_through_the_public_api(hook: str) -> None:
+    sections = doc_sections()
+    examples = [code for name in hook_names() for code in python_examples(sections[name])]
+    for code in examples:
+        assert private_uses(code, set()) == [], code
+    plugin = types.ModuleType("docs_examples")
+    for code in examples:
+        exec(compile(code, "docs/plugins.md", "exec"), plugin.__dict__)
+    host = load_plugins()
+    host.register(plugin, "docs_examples")
+    registered = getattr(host, hook.removeprefix("register_"))()
+    names = {registered_name(item) for item in registered}
+    assert DOCUMENTED[hook] in names
+
+
+def registered_name(item: object) -> str:
+    """The name a registration goes by: a model's id, a tool's or command's name, or a provider's or channel's key."""
+    match item:
+        case (info, _):
+            return info.id
+        case Tool():
+            return item.spec.name
+        case Command():
+            return item.name
+        case str():
+            return item
+    raise AssertionError(f"unexpected registration {item!r}")
+
+
+async def noop(ctx: object, args: str) -> None:
+    return None
+
+
+class ClashingPlugin:
+    """Registers one new thing and one built-in name through every hook."""
+
+    @hookimpl
+    def register_models(self, register) -> None:
+        for model_id in ("scripted", "mine"):
+            register(ModelInfo(id=model_id, name=f"Plugin's {model_id}"), lambda: None)
+
+    @hookimpl
+    def register_providers(self, register) -> None:
+        for name in ("openai", "mine"):
+            register(name, lambda name, entry: None)
+
+    @hookimpl
+    def register_tools(self, register) -> None:
+        for name in ("read_file", "mine"):
+            register(Tool(ToolSpec(name, "the plugin's", {"type": "object"}), "other", noop))
+
+    @hookimpl
+    def register_commands(self, register) -> None:
+        for name in ("help", "mine"):
+            register(Command(name, "the plugin's", noop))
+
+    @hookimpl
+    def register_channels(self, register) -> None:
+        for name in ("telegram", "mine"):
+            register(name, lambda section, context: None)
+
+
+def test_built_ins_keep_their_names_and_plugin_registrations_are_named_after_their_plugin(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    host = load_plugins()
+    host.register(ClashingPlugin(), "clashing")
+    models = {info.id: info for info, _ in host.models()}
+    assert models["scripted"].name == "Scripted" and "mine" in models
+    providers = host.providers()
+    assert providers["openai"].__module__ == "runwield_bridge.plugins.providers" and "mine" in providers
+    tools = {tool.spec.name: tool for tool in host.tools()}
+    assert tools["read_file"].spec.description != "the plugin's" and "mine" in tools
+    commands = {command.name: command for command in CommandRegistry(host.commands()).commands(tmp_path)}
+    assert commands["help"].description == "List the commands"
+    assert (commands["mine"].source, commands["help"].source) == ("plugin clashing", "built-in")
+    channels = host.channels()
+    assert channels["telegram"] is telegram.build and "mine" in channels
+    assert "provider 'openai' from plugin clashing ignored: plugin runwield_bridge.plugins.providers registered it first" in caplog.text
+    assert "channel 'telegram' from plugin clashing ignored: plugin runwield_bridge.channels.telegram registered it first" in caplog.text
