@@ -31,14 +31,11 @@ def make_distribution(root: Path, name: str, module_source: str) -> None:
 
 
 GOOD_PLUGIN = '''
-from runwield_bridge.hookspecs import hookimpl
-from runwield_bridge.core.models import ModelInfo
-from runwield_bridge.plugins.scripted import ScriptedModel
+from runwield_bridge import ModelInfo, hookimpl
 
 @hookimpl
 def register_models(register):
-    info = ModelInfo(id="echo-plugin", name="Echo plugin", context_window=100)
-    register(info, lambda: ScriptedModel(info))
+    register(ModelInfo(id="echo-plugin", name="Echo plugin", context_window=100), lambda: None)  # never built here
 '''
 
 
