@@ -1,4 +1,4 @@
-"""The plugin host: built-in plugins, entry-point plugins, allow and block lists."""
+"""The plugin host: built-in plugins, entry-point plugins, allow and block lists, and one typed method per hook."""
 
 from __future__ import annotations
 
@@ -98,7 +98,9 @@ class PluginHost:
         self.loaded.append(LoadedPlugin(name, BUILT_IN, self._hooks_of(plugin)))
 
     def unbind(self, name: str) -> None:
-        self.pm.unregister(name=name)
+        """Forget a plugin ``bind`` registered (nothing when it is gone already: an App may be closed twice)."""
+        if self.pm.has_plugin(name):
+            self.pm.unregister(name=name)
         self.loaded = [p for p in self.loaded if p.name != name]
 
     def _filtered(self, name: str) -> bool:
@@ -125,28 +127,28 @@ class PluginHost:
 
     def models(self) -> list[tuple[ModelInfo, ModelFactory]]:
         """``register_models``: each model id once, the first registration keeping it."""
-        return list(self._unique("register_models", "model", lambda info, factory: (info.id, (info, factory))).values())
+        return list(self._unique(self.pm.hook.register_models, "model", lambda info, factory: (info.id, (info, factory))).values())
 
     def providers(self) -> dict[str, ProviderFactory]:
         """``register_providers``: the factory of each provider name."""
-        return self._unique("register_providers", "provider", lambda name, factory: (name, factory))
+        return self._unique(self.pm.hook.register_providers, "provider", lambda name, factory: (name, factory))
 
     def tools(self) -> list[Tool]:
         """``register_tools``: each tool name once."""
-        return list(self._unique("register_tools", "tool", lambda tool: (tool.spec.name, tool)).values())
+        return list(self._unique(self.pm.hook.register_tools, "tool", lambda tool: (tool.spec.name, tool)).values())
 
     def commands(self) -> list[Command]:
         """``register_commands``, each command marked with the plugin that registered it (the registry settles clashes)."""
         return [
             command if plugin.built_in else replace(command, source=f"plugin {plugin.name}")
-            for plugin, (command,) in self._calls("register_commands")
+            for plugin, (command,) in self._calls(self.pm.hook.register_commands)
         ]
 
     def channels(self) -> dict[str, ChannelFactory]:
         """``register_channels``: the factory of each channel name."""
-        return self._unique("register_channels", "channel", lambda name, factory: (name, factory))
+        return self._unique(self.pm.hook.register_channels, "channel", lambda name, factory: (name, factory))
 
-    def _unique(self, hook: str, what: str, keyed: Callable[..., tuple[str, T]]) -> dict[str, T]:
+    def _unique(self, hook: pluggy.HookCaller, what: str, keyed: Callable[..., tuple[str, T]]) -> dict[str, T]:
         found: dict[str, T] = {}
         owners: dict[str, str] = {}
         for plugin, args in self._calls(hook):
@@ -157,9 +159,9 @@ class PluginHost:
             found[key], owners[key] = value, plugin.name
         return found
 
-    def _calls(self, hook: str) -> list[tuple[LoadedPlugin, tuple[Any, ...]]]:
+    def _calls(self, hook: pluggy.HookCaller) -> list[tuple[LoadedPlugin, tuple[Any, ...]]]:
         """Every ``register(...)`` call a hook's implementations make, with the plugin that made it."""
-        implementations = {impl.plugin_name: impl for impl in getattr(self.pm.hook, hook).get_hookimpls()}
+        implementations = {impl.plugin_name: impl for impl in hook.get_hookimpls()}
         calls: list[tuple[LoadedPlugin, tuple[Any, ...]]] = []
         for plugin in sorted(self.loaded, key=lambda p: not p.built_in):
             if impl := implementations.get(plugin.name):
