@@ -28,7 +28,7 @@ class ModelConfig(Strict):
     """A ``[models.NAME]`` entry."""
 
     provider: str = "openai"
-    """The plugin that builds this model (built in: openai, anthropic, scripted); checked against the registered providers."""
+    """The registered provider that builds this model (built in: openai, anthropic, scripted); the App rejects an unknown one."""
     model: str | None = None
     base_url: str | None = None
     api_key: str | None = None

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import runwield_bridge
-from tests.test_chat_cli import Chat
+from tests.test_chat_cli import Chat, no_chat_left_running  # noqa: F401  (autouse: kills a chat a failed test left running)
 from tests.wld_process import run_wld
 
 REPO = Path(__file__).resolve().parent.parent
