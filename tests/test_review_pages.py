@@ -16,7 +16,7 @@ from runwield_bridge.app import App
 from runwield_bridge.config import WebConfig, load_settings
 from runwield_bridge.core.reviews import Feedback, LineComment, ReviewHub, static_link_base
 from runwield_bridge.core.store import PlanRecord
-from runwield_bridge.web.markdown import inline, parse_blocks
+from runwield_bridge.web.plan_blocks import inline, parse_blocks
 from runwield_bridge.web.review import add_review_routes
 from runwield_bridge.web.server import WebServer
 from waiting import PATIENCE
@@ -102,7 +102,7 @@ async def test_the_page_renders_the_plan_safely_with_a_comment_box_per_block(set
     assert "<script>" not in page and "<b>raw</b>" not in page
     assert "<h1>Add a &lt;script&gt; README</h1>" in page
     assert "<em>people</em>" in page and "<strong>asking</strong>" in page and "<code>make test</code>" in page
-    assert '<ol start="2"><li>Link it from the docs and the site</li></ol>' in page
+    assert '<ol start="2"><li>Link it from the docs\nand the site</li></ol>' in page
     assert "rm -rf / &amp;&amp; echo &quot;&lt;x&gt;&quot;" in page
     assert 'name="line-5"' in page and 'name="general"' in page and 'name="revision" value="1"' in page
     assert await setup.states() == ("in_review", ["open"])

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*).*$")
+from ..markdown import code_fences, source_lines
+
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
 
 Prose = Callable[[str], str]
@@ -16,22 +17,15 @@ Code = Callable[[list[str], str], str]
 
 def convert(text: str, prose: Prose, code: Code) -> str:
     """``text`` with every line and fenced block converted; a fence left open (mid-stream) is closed at the end."""
+    lines = source_lines(text)
     out: list[str] = []
-    block: list[str] | None = None
-    marker = language = ""
-    for line in text.split("\n"):
-        match = _FENCE.match(line)
-        if block is None and match:
-            block, marker, language = [], match.group(1), match.group(2)
-        elif block is not None and match and match.group(1).startswith(marker) and not match.group(2):
-            out.append(code(block, language))
-            block = None
-        elif block is not None:
-            block.append(line)
-        else:
-            out.append(prose(line))
-    if block is not None:
-        out.append(code(block, language))
+    line = 0
+    for fence in code_fences(text):
+        out.extend(prose(prose_line) for prose_line in lines[line : fence.start])
+        before = prose(fence.prefix) if fence.prefix.strip() else ""
+        out.append(before + code(fence.code_lines, fence.language))
+        line = fence.end
+    out.extend(prose(prose_line) for prose_line in lines[line:])
     return "\n".join(out)
 
 
