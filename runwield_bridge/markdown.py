@@ -64,19 +64,28 @@ class CodeFence:
 
     @property
     def reopener(self) -> str:
-        """A line that opens the same fence again on a continuation line of its container."""
-        return self._continuation + self.opener[len(self.prefix) :]
+        """A line that opens the same fence again at the top of a new message (inside a quote, in the quote)."""
+        return (self._continuation if self._quoted else "") + self.opener[len(self.prefix) :]
 
     @property
     def closer(self) -> str:
         """A line that closes the fence on a continuation line of its container."""
         return self._continuation + self.marker
 
+    def outdent(self, line: str) -> str:
+        """A line of the fence moved to the margin, as it goes after :attr:`reopener` (a quote keeps its ``>``)."""
+        if self._quoted:
+            return line
+        spaces = len(line) - len(line.lstrip(" "))
+        return line[min(spaces, len(self.prefix)) :]
+
+    @property
+    def _quoted(self) -> bool:
+        return ">" in self.prefix
+
     @property
     def _continuation(self) -> str:
         return _MARKER_PREFIX.sub(" ", self.prefix)
-
-
 
 def code_fences(text: str) -> list[CodeFence]:
     """Every fenced code block in ``text``, nested ones included, in source order."""

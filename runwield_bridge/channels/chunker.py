@@ -18,7 +18,7 @@ from itertools import accumulate
 from ..markdown import CodeFence, code_fences, fence_open_after
 
 Weight = Callable[[str], int]
-_LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
 
 
 def utf16_weight(char: str) -> int:
@@ -36,6 +36,9 @@ class _Break:
     at: int
     rank: int
     fence: CodeFence | None
+    line: int
+    """The line (0-based) holding the first character after the cut."""
+    mid_line: bool = False
 
 
 def split_message(text: str, limit: int, weight: Weight = char_weight) -> list[str]:
@@ -74,18 +77,26 @@ def _cut(text: str, limit: int, weight: Weight, skip: int) -> tuple[str, str, in
     if fence is None:
         return head, rest, 0
     reopening = fence.reopener + "\n"
-    return head + ("" if head.endswith("\n") else "\n") + fence.closer, reopening + rest, len(reopening)
+    return head + ("" if head.endswith("\n") else "\n") + fence.closer, reopening + _outdented(rest, fence, best), len(reopening)
+
+
+def _outdented(rest: str, fence: CodeFence, cut: _Break) -> str:
+    """The rest with the cut fence's lines moved to the margin, where the reopened fence is (a list item's indentation is gone)."""
+    lines = _LINE.findall(rest)
+    for index in range(1 if cut.mid_line else 0, min(len(lines), fence.end - cut.line)):
+        lines[index] = fence.outdent(lines[index])
+    return "".join(lines)
 
 
 def _line_breaks(text: str) -> list[_Break]:
     """Every line end as a candidate cut, ranked, with the fence still open there."""
     fences = code_fences(text)
-    ends = [match.end() for match in _LINE.finditer(text)]
     breaks = []
-    for line, at in enumerate(ends):
-        fence = fence_open_after(fences, line)
-        rank = 1 if fence else 3 if not text[ends[line - 1] if line else 0 : at].strip() else 2
-        breaks.append(_Break(at, rank, fence))
+    for line, match in enumerate(_LINE.finditer(text)):
+        if match.group().endswith(("\n", "\r")):
+            fence = fence_open_after(fences, line)
+            rank = 1 if fence else 3 if not match.group().strip() else 2
+            breaks.append(_Break(match.end(), rank, fence, line + 1))
     return breaks
 
 
@@ -98,7 +109,7 @@ def _hard_break(text: str, prefix: list[int], limit: int, skip: int, breaks: lis
     space = text.rfind(" ", skip, at)
     if space > skip + (at - skip) // 2:
         at = space + 1
-    return _Break(max(at, skip + 1), 0, fence)
+    return _Break(max(at, skip + 1), 0, fence, len(earlier), mid_line=True)
 
 
 def _fits(prefix: list[int], room: int) -> int:
