@@ -260,3 +260,4 @@ def test_every_template_is_shipped_as_package_data() -> None:
     templates = {package / "web" / "templates" / name for name in TEMPLATES.list_templates()}
     assert {"page.html", "review.html", "notice.html", "refusal.html"} <= {t.name for t in templates}
     assert templates <= shipped
+    assert all(any(package.glob(pattern)) for pattern in patterns), "no pattern names a folder that does not exist"
