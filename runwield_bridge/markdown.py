@@ -11,18 +11,48 @@ import re
 from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
+from markdown_it.rules_inline import StateInline, backtick
 from markdown_it.token import Token
-
-PARSER = MarkdownIt("commonmark", {"html": False})
-"""CommonMark with raw HTML turned off: ``<script>`` in a Plan or a reply is text, never markup."""
 
 _NEWLINE = re.compile(r"\r\n?|\n")
 _MARKER_PREFIX = re.compile(r"[^\s>]")
+_SPANS = "runwield_code_spans"
+
+
+@dataclass(frozen=True, slots=True)
+class CodeSpan:
+    """Inline code: where it starts and ends in its line (backticks included) and the code."""
+
+    start: int
+    end: int
+    code: str
+
+
+def _noting_backticks(state: StateInline, silent: bool) -> bool:
+    """CommonMark's code span rule, noting where each span is when :func:`code_spans` asks."""
+    start, tokens = state.pos, len(state.tokens)
+    found = backtick(state, silent)
+    spans = state.env.get(_SPANS)
+    if found and spans is not None and len(state.tokens) > tokens and state.tokens[-1].type == "code_inline":
+        spans.append(CodeSpan(start, state.pos, state.tokens[-1].content))
+    return found
+
+
+PARSER = MarkdownIt("commonmark", {"html": False})
+"""CommonMark with raw HTML turned off: ``<script>`` in a Plan or a reply is text, never markup."""
+PARSER.inline.ruler.at("backticks", _noting_backticks)
 
 
 def parse(text: str) -> list[Token]:
     """The block-level token stream of ``text``."""
     return PARSER.parse(text)
+
+
+def code_spans(line: str) -> list[CodeSpan]:
+    """The inline code in one line, where CommonMark finds it (``` ``a `b` c`` ``` holds backticks; ``\\` `` is no span)."""
+    spans: list[CodeSpan] = []
+    PARSER.parseInline(line, {_SPANS: spans})
+    return sorted(spans, key=lambda span: span.start)
 
 
 def source_lines(text: str) -> list[str]:

@@ -33,3 +33,8 @@ def test_a_longer_fence_or_a_tilde_fence_holds_shorter_markers_as_code() -> None
 def test_a_fence_still_open_mid_stream_is_closed_at_the_end() -> None:
     assert to_html("Here:\n```py\nx = 1 < 2") == 'Here:\n<pre><code class="language-py">x = 1 &lt; 2</code></pre>'
     assert to_mrkdwn("Here:\n```py\nx = 1 < 2") == "Here:\n```\nx = 1 &lt; 2\n```"
+
+
+def test_inline_code_is_found_as_commonmark_finds_it() -> None:
+    assert to_html("Run ``a `b` c`` and **go**, not \\`this`") == "Run <code>a `b` c</code> and <b>go</b>, not \\`this`"
+    assert to_mrkdwn("Run `x < y` and **go**") == "Run `x &lt; y` and *go*"

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
-from ..markdown import code_fences, source_lines
-
-_INLINE_CODE = re.compile(r"`([^`\n]+)`")
+from ..markdown import code_fences, code_spans, source_lines
 
 Prose = Callable[[str], str]
 """Converts one line outside code fences."""
@@ -31,4 +28,8 @@ def convert(text: str, prose: Prose, code: Code) -> str:
 
 def convert_spans(line: str, text: Callable[[str], str], code: Callable[[str], str]) -> str:
     """One prose line with its inline code spans (without their backticks) and the text between converted separately."""
-    return "".join(code(part) if i % 2 else text(part) for i, part in enumerate(_INLINE_CODE.split(line)))
+    out, position = [], 0
+    for span in code_spans(line):
+        out += [text(line[position : span.start]), code(span.code)]
+        position = span.end
+    return "".join([*out, text(line[position:])])
