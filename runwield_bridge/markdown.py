@@ -1,8 +1,8 @@
-"""The one markdown parser (markdown-it-py, CommonMark, raw HTML off) and the code fences it finds.
+"""The one markdown parser (markdown-it-py, CommonMark, raw HTML off) and the code it finds.
 
-The review page, the chat markup and the chunker all read Markdown through this module, so a
-fence is a fence in the same places for each of them (four backticks around three, ``~~~``, a
-fence inside a list item or a quote).
+The review page, the chat markup and the chunker all read Markdown through this module, so code is
+code in the same places for each of them (four backticks around three, ``~~~``, a fence inside a
+list item or a quote, inline code holding backticks). A leaf: it imports nothing of the project.
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ class CodeFence:
 
     ``open_through`` is the last line at whose end the fence is still open: its last code line when a
     closing line or the end of its list item or quote ends it, the last line of all when nothing does.
+    ``closed`` says whether a closing line ends it.
     """
 
     start: int
@@ -116,6 +117,7 @@ class CodeFence:
     @property
     def _continuation(self) -> str:
         return _MARKER_PREFIX.sub(" ", self.prefix)
+
 
 def code_fences(text: str) -> list[CodeFence]:
     """Every fenced code block in ``text``, nested ones included, in source order."""

@@ -5,7 +5,8 @@ inside a fence, at a space, anywhere. A fence that has to be cut is closed at th
 and reopened (with its info string) at the start of the next, so every piece renders on its own.
 (Only a fence whose opening line alone fills half a message is cut without reopening.)
 Fences are found by the shared markdown parser: ``~~~``, four backticks around three, and a fence
-inside a list item or a quote (closed and reopened on its container's continuation line).
+inside a list item (closed in the item, reopened at the margin with its lines outdented) or a quote
+(closed and reopened in the quote).
 """
 
 from __future__ import annotations
