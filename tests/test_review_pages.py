@@ -176,6 +176,15 @@ async def test_bad_posts_show_the_form_again_and_change_nothing(setup: Setup, fi
     assert await setup.states() == ("in_review", ["open"])
 
 
+async def test_what_the_reviewer_typed_comes_back_escaped(setup: Setup) -> None:
+    link = await setup.hub.start(setup.plan.id, setup.session_id)
+    typed = '</textarea><script>alert("x")</script>'
+    status, page = await post(setup, link.url, revision="1", action="publish", general=typed, **{"line-5": typed})
+    assert status == 400 and "<script>" not in page
+    assert page.count("&lt;/textarea&gt;&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;</textarea>") == 2
+    assert '<div class="block" id="L5"><ol start="1"><li>Write <code>README.md</code></li></ol><details open>' in page
+
+
 @pytest.mark.parametrize(
     "body, content_type",
     [
