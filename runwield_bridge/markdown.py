@@ -96,16 +96,24 @@ class CodeFence:
     @property
     def reopener(self) -> str:
         """A line that opens the same fence again at the top of a new message (inside a quote, in the quote)."""
-        return (self._continuation if self._quoted else "") + self.opener[len(self.prefix) :]
+        return ("" if self.indented else self._continuation) + self.opener[len(self.prefix) :]
 
     @property
     def closer(self) -> str:
         """A line that closes the fence on a continuation line of its container."""
         return self._continuation + self.marker
 
+    @property
+    def indented(self) -> bool:
+        """Whether the fence sits in a list item, so it reopens at the margin and its lines move there too.
+
+        (Up to three spaces alone open a fence at the margin as well: such a fence reopens as it was.)
+        """
+        return not self._quoted and (len(self.prefix) > 3 or bool(self.prefix.strip()))
+
     def outdent(self, line: str) -> str:
         """A line of the fence moved to the margin, as it goes after :attr:`reopener` (a quote keeps its ``>``)."""
-        if self._quoted:
+        if not self.indented:
             return line
         spaces = len(line) - len(line.lstrip(" "))
         return line[min(spaces, len(self.prefix)) :]

@@ -64,7 +64,7 @@ def fences_balanced(text: str) -> bool:
 def _cut(text: str, limit: int, weight: Weight, skip: int) -> tuple[str, str, int]:
     """The first piece, the rest (a cut fence reopened) and how much of the rest is that reopening."""
     prefix = [0, *accumulate(map(weight, text))]
-    breaks = _line_breaks(text)
+    breaks = _line_breaks(text[: _window(text, _fits(prefix, limit))])
     fitting = [b for b in breaks if b.at > skip and prefix[b.at] + _closing_cost(b.fence) <= limit]
     roomy = [b for b in fitting if prefix[b.at] >= limit // 2]
     if roomy:
@@ -78,13 +78,17 @@ def _cut(text: str, limit: int, weight: Weight, skip: int) -> tuple[str, str, in
     if fence is None:
         return head, rest, 0
     reopening = fence.reopener + "\n"
-    return head + ("" if head.endswith("\n") else "\n") + fence.closer, reopening + _outdented(rest, fence, best), len(reopening)
+    return head + ("" if head.endswith("\n") else "\n") + fence.closer, reopening + _outdented(text, fence, best), len(reopening)
 
 
-def _outdented(rest: str, fence: CodeFence, cut: _Break) -> str:
-    """The rest with the cut fence's lines moved to the margin, where the reopened fence is (a list item's indentation is gone)."""
+def _outdented(text: str, fence: CodeFence, cut: _Break) -> str:
+    """The rest after ``cut`` with the cut fence's lines moved to the margin, where the reopened fence is."""
+    rest = text[cut.at :]
+    if not fence.indented:
+        return rest
+    end = next(whole.end for whole in code_fences(text) if whole.start == fence.start)  # the fence may run past the window
     lines = _LINE.findall(rest)
-    for index in range(1 if cut.mid_line else 0, min(len(lines), fence.end - cut.line)):
+    for index in range(1 if cut.mid_line else 0, min(len(lines), end - cut.line)):
         lines[index] = fence.outdent(lines[index])
     return "".join(lines)
 
@@ -111,6 +115,18 @@ def _hard_break(text: str, prefix: list[int], limit: int, skip: int, breaks: lis
     if space > skip + (at - skip) // 2:
         at = space + 1
     return _Break(max(at, skip + 1), 0, fence, len(earlier), mid_line=True)
+
+
+def _window(text: str, end: int) -> int:
+    """Where the line after the one holding ``end`` ends: what the parser must read to know the fences up to ``end``.
+
+    Whether a fence is open at a line never depends on what comes after the next line (a closing
+    line later on, or none, leaves it open; the next line may end its list item or quote).
+    """
+    for _ in range(2):
+        newline = text.find("\n", end)
+        end = len(text) if newline < 0 else newline + 1
+    return end
 
 
 def _fits(prefix: list[int], room: int) -> int:
