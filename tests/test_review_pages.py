@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import tomllib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,12 +13,13 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+import runwield_bridge
 from runwield_bridge.app import App
 from runwield_bridge.config import WebConfig, load_settings
 from runwield_bridge.core.reviews import Feedback, LineComment, ReviewHub, static_link_base
 from runwield_bridge.core.store import PlanRecord
-from runwield_bridge.web.markdown import inline, parse_blocks
-from runwield_bridge.web.review import add_review_routes
+from runwield_bridge.web.plan_blocks import block_html, inline, parse_blocks
+from runwield_bridge.web.review import TEMPLATES, add_review_routes
 from runwield_bridge.web.server import WebServer
 from waiting import PATIENCE
 
@@ -33,6 +35,10 @@ Why: *people* keep **asking** about `make test`.
 ```
 rm -rf / && echo "<x>"
 ```
+
+<script>alert(1)</script>
+
+See [the docs](https://example.com/a?b=1&c=2), not [this](javascript:alert(1)).
 """
 
 
@@ -102,8 +108,11 @@ async def test_the_page_renders_the_plan_safely_with_a_comment_box_per_block(set
     assert "<script>" not in page and "<b>raw</b>" not in page
     assert "<h1>Add a &lt;script&gt; README</h1>" in page
     assert "<em>people</em>" in page and "<strong>asking</strong>" in page and "<code>make test</code>" in page
-    assert '<ol start="2"><li>Link it from the docs and the site</li></ol>' in page
+    assert '<ol start="2"><li>Link it from the docs\nand the site</li></ol>' in page
     assert "rm -rf / &amp;&amp; echo &quot;&lt;x&gt;&quot;" in page
+    assert "<p>&lt;script&gt;alert(1)&lt;/script&gt;</p>" in page, "raw HTML in a Plan is shown as text"
+    assert '<a href="https://example.com/a?b=1&amp;c=2">the docs</a>' in page and "javascript:alert(1))" in page
+    assert 'href="javascript' not in page
     assert 'name="line-5"' in page and 'name="general"' in page and 'name="revision" value="1"' in page
     assert await setup.states() == ("in_review", ["open"])
 
@@ -165,6 +174,15 @@ async def test_bad_posts_show_the_form_again_and_change_nothing(setup: Setup, fi
     if fields.get("general"):
         assert ">kept</textarea>" in page, "what the reviewer typed is kept"
     assert await setup.states() == ("in_review", ["open"])
+
+
+async def test_what_the_reviewer_typed_comes_back_escaped(setup: Setup) -> None:
+    link = await setup.hub.start(setup.plan.id, setup.session_id)
+    typed = '</textarea><script>alert("x")</script>'
+    status, page = await post(setup, link.url, revision="1", action="publish", general=typed, **{"line-5": typed})
+    assert status == 400 and "<script>" not in page
+    assert page.count("&lt;/textarea&gt;&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;</textarea>") == 2
+    assert '<div class="block" id="L5"><ol start="1"><li>Write <code>README.md</code></li></ol><details open>' in page
 
 
 @pytest.mark.parametrize(
@@ -231,4 +249,24 @@ def test_the_markdown_renderer_escapes_everything_it_does_not_mark_up() -> None:
     assert inline('<img src=x onerror="a()"> *x* `<b>`') == '&lt;img src=x onerror=&quot;a()&quot;&gt; <em>x</em> <code>&lt;b&gt;</code>'
     assert inline("2 * 3 * 4 and snake_case_words") == "2 * 3 * 4 and snake_case_words"
     kinds = [(b.kind, b.line) for b in parse_blocks(PLAN)]
-    assert kinds == [("heading", 1), ("paragraph", 3), ("item", 5), ("item", 6), ("item", 8), ("code", 10)]
+    assert kinds == [("heading", 1), ("paragraph", 3), ("item", 5), ("item", 6), ("item", 8), ("code", 10), ("paragraph", 14), ("paragraph", 16)]
+
+
+def test_review_blocks_find_fences_where_commonmark_does() -> None:
+    text = "Intro\n\n````md\n```py\nx = 1\n```\n````\n\n- ```sh\n  make <all>\n  ```\n- next\n  1. nested\n\n  more"
+    blocks = parse_blocks(text)
+    assert [(b.kind, b.line) for b in blocks] == [("paragraph", 1), ("code", 3), ("item", 9), ("item", 12), ("item", 13), ("paragraph", 15)]
+    html = [block_html(b) for b in blocks]
+    assert html[1] == "<pre><code>```py\nx = 1\n```</code></pre>", "three backticks inside four are code"
+    assert html[2] == "<ul><li><pre><code>make &lt;all&gt;</code></pre></li></ul>", "a list item can hold a fence"
+    assert html[4:] == ['<ol start="1" style="margin-left:1.5em"><li>nested</li></ol>', '<p style="margin-left:1.5em">more</p>']
+
+
+def test_every_template_is_shipped_as_package_data() -> None:
+    package = Path(runwield_bridge.__file__).parent
+    patterns = tomllib.loads((package.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["runwield_bridge"]
+    shipped = {path for pattern in patterns for path in package.glob(pattern)}
+    templates = {package / "web" / "templates" / name for name in TEMPLATES.list_templates()}
+    assert {"page.html", "review.html", "notice.html", "refusal.html"} <= {t.name for t in templates}
+    assert templates <= shipped
+    assert all(any(package.glob(pattern)) for pattern in patterns), "no pattern names a folder that does not exist"

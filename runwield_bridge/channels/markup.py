@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*).*$")
-_INLINE_CODE = re.compile(r"`([^`\n]+)`")
+from ..markdown import code_fences, code_spans, source_lines
 
 Prose = Callable[[str], str]
 """Converts one line outside code fences."""
@@ -16,25 +14,22 @@ Code = Callable[[list[str], str], str]
 
 def convert(text: str, prose: Prose, code: Code) -> str:
     """``text`` with every line and fenced block converted; a fence left open (mid-stream) is closed at the end."""
+    lines = source_lines(text)
     out: list[str] = []
-    block: list[str] | None = None
-    marker = language = ""
-    for line in text.split("\n"):
-        match = _FENCE.match(line)
-        if block is None and match:
-            block, marker, language = [], match.group(1), match.group(2)
-        elif block is not None and match and match.group(1).startswith(marker) and not match.group(2):
-            out.append(code(block, language))
-            block = None
-        elif block is not None:
-            block.append(line)
-        else:
-            out.append(prose(line))
-    if block is not None:
-        out.append(code(block, language))
+    line = 0
+    for fence in code_fences(text):
+        out.extend(prose(prose_line) for prose_line in lines[line : fence.start])
+        before = prose(fence.prefix) if fence.prefix.strip() else ""
+        out.append(before + code(fence.code_lines, fence.language))
+        line = fence.end
+    out.extend(prose(prose_line) for prose_line in lines[line:])
     return "\n".join(out)
 
 
 def convert_spans(line: str, text: Callable[[str], str], code: Callable[[str], str]) -> str:
     """One prose line with its inline code spans (without their backticks) and the text between converted separately."""
-    return "".join(code(part) if i % 2 else text(part) for i, part in enumerate(_INLINE_CODE.split(line)))
+    out, position = [], 0
+    for span in code_spans(line):
+        out += [text(line[position : span.start]), code(span.code)]
+        position = span.end
+    return "".join([*out, text(line[position:])])

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from html import escape
 from typing import Any
 
 from aiohttp import web
 from aiohttp.http import HttpProcessingError
+from jinja2 import Environment, PackageLoader
+from markupsafe import Markup
 
 from ..core.reviews import REVIEW_PATH, Feedback, LineComment, OpenReview, ReviewHub, ReviewRefused
-from .markdown import block_html, parse_blocks
+from .plan_blocks import block_html, parse_blocks
 from .server import WebServer
+
+TEMPLATES = Environment(loader=PackageLoader("runwield_bridge.web"), autoescape=True, keep_trailing_newline=True)
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
@@ -28,23 +31,6 @@ REFUSAL_HEADING = {
     "superseded": "Link replaced",
     "decided": "Review closed",
 }
-STYLE = """
-body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f6f7f9;color:#1d2330}
-main{max-width:50rem;margin:2rem auto;padding:0 1rem}
-.meta{color:#5b6475;font-size:.9rem}
-article{background:#fff;border:1px solid #d9dde5;border-radius:8px;padding:1rem 1.5rem}
-.block{position:relative}
-.block details{margin:0 0 .5rem}
-.block summary{color:#5b6475;font-size:.8rem;cursor:pointer}
-textarea{width:100%;box-sizing:border-box;min-height:4rem;font:inherit}
-pre{background:#f0f2f5;padding:.75rem;overflow-x:auto}
-.actions{display:flex;gap:1rem;margin:1rem 0 3rem}
-button{font:inherit;padding:.5rem 1rem;border-radius:6px;border:1px solid #8a93a6;background:#fff;cursor:pointer}
-button.approve{background:#1f7a3a;border-color:#1f7a3a;color:#fff}
-.error{color:#a11d1d}
-"""
-
-
 def add_review_routes(server: WebServer, hub: ReviewHub) -> None:
     """Mount the review pages on the shared web server (before it starts)."""
     pages = ReviewPages(hub)
@@ -63,7 +49,7 @@ class ReviewPages:
             current = await self.hub.resolve(request.match_info["token"])
         except ReviewRefused as refused:
             return _refusal(refused)
-        return _page(f"Review: {current.plan.title}", _review_body(current))
+        return _review_page(current)
 
     async def decide(self, request: web.Request) -> web.Response:
         token = request.match_info["token"]
@@ -82,10 +68,10 @@ class ReviewPages:
             feedback = _feedback(form, current.text)
             if action == "approve":
                 await self.hub.approve(token, feedback)
-                return _page("Approved", _notice(current, "is approved. The Agent has been told; you can close this page."))
+                return _notice("Approved", current, "is approved. The Agent has been told; you can close this page.")
             if action == "feedback":
                 await self.hub.request_changes(token, feedback)
-                return _page("Feedback sent", _notice(current, "goes back to the Agent with your feedback. You can close this page."))
+                return _notice("Feedback sent", current, "goes back to the Agent with your feedback. You can close this page.")
             return _problem(current, "Choose Send feedback or Approve. Nothing was changed.", form)
         except ReviewRefused as refused:
             return _refusal(refused)
@@ -109,52 +95,43 @@ def _feedback(form: Mapping[str, Any], text: str) -> Feedback:
     return Feedback(str(form.get("general", "")).strip(), tuple(comments))
 
 
-def _review_body(current: OpenReview, error: str = "", typed: Mapping[str, Any] | None = None) -> str:
-    """The Plan with a comment box per block, the general box and the two actions; ``typed`` refills the boxes."""
-    review, plan = current.review, current.plan
-    typed = typed or {}
+def _review_page(current: OpenReview, error: str = "", typed: Mapping[str, Any] | None = None, status: int = 200) -> web.Response:
+    """The Plan with a comment box per block, the general box and the two actions; ``typed`` refills the boxes.
 
-    def box(name: str) -> str:
-        return escape(str(typed.get(name, "")))
-
-    expires = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(review.expires_at))
-    blocks = "\n".join(
-        f'<div class="block" id="L{b.line}">{block_html(b)}<details{" open" if box(f"line-{b.line}") else ""}>'
-        f'<summary>Comment on line {b.line}</summary><textarea name="line-{b.line}" '
-        f'aria-label="Comment on line {b.line}">{box(f"line-{b.line}")}</textarea></details></div>'
+    Only the blocks are Markup: the shared parser has escaped everything in them it did not mark up.
+    """
+    review, typed = current.review, typed or {}
+    blocks = [
+        {"line": b.line, "html": Markup(block_html(b)), "comment": str(typed.get(f"line-{b.line}", ""))}
         for b in parse_blocks(current.text)
+    ]
+    return _page(
+        "review.html",
+        status,
+        title=f"Review: {current.plan.title}",
+        plan_title=current.plan.title,
+        revision=review.revision,
+        expires=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(review.expires_at)),
+        error=error,
+        blocks=blocks,
+        general=str(typed.get("general", "")),
     )
-    problem = f'<p class="error" role="alert">{escape(error)}</p>' if error else ""
-    return f"""<p class="meta">Plan review · {escape(plan.title)} · revision {review.revision} · link expires {expires}</p>
-{problem}<form method="post">
-<input type="hidden" name="revision" value="{review.revision}">
-<article>{blocks}</article>
-<p><label for="general">General feedback</label></p>
-<textarea id="general" name="general">{box("general")}</textarea>
-<div class="actions">
-<button type="submit" name="action" value="feedback">Send feedback</button>
-<button type="submit" name="action" value="approve" class="approve">Approve revision {review.revision}</button>
-</div>
-</form>"""
 
 
-def _notice(current: OpenReview, rest: str) -> str:
-    return f"<h1>Thank you</h1><p>Revision {current.review.revision} of “{escape(current.plan.title)}” {escape(rest)}</p>"
+def _notice(title: str, current: OpenReview, rest: str) -> web.Response:
+    return _page("notice.html", 200, title=title, revision=current.review.revision, plan_title=current.plan.title, rest=rest)
 
 
 def _problem(current: OpenReview, message: str, typed: Mapping[str, Any]) -> web.Response:
-    return _page(f"Review: {current.plan.title}", _review_body(current, message, typed), status=400)
+    return _review_page(current, message, typed, status=400)
 
 
 def _refusal(refused: ReviewRefused) -> web.Response:
     heading = REFUSAL_HEADING[refused.reason]
-    body = f"<h1>{heading}</h1><p>{escape(str(refused))}</p><p>Nothing was changed.</p>"
-    return _page(heading, body, status=REFUSAL_STATUS[refused.reason])
+    return _page("refusal.html", REFUSAL_STATUS[refused.reason], title=heading, reason=str(refused))
 
 
-def _page(title: str, body: str, status: int = 200) -> web.Response:
-    html = f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer"><title>{escape(title)}</title><style>{STYLE}</style></head>
-<body><main>{body}</main></body></html>"""
+def _page(template: str, status: int, **context: Any) -> web.Response:
+    """A page from the package's templates, every value escaped unless it is Markup."""
+    html = TEMPLATES.get_template(template).render(**context)
     return web.Response(text=html, content_type="text/html", status=status, headers=SECURITY_HEADERS)
