@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import socket
 from pathlib import Path
@@ -15,7 +14,7 @@ from tests.bridge_kit import OWNER, telegram_section
 from tests.fakes.discord_api import DiscordFake
 from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import TelegramFake
-from tests.platform_kit import discord_section, discord_urls_restored, events_url_ready, running_bridge, settled, slack_section
+from tests.platform_kit import discord_section, discord_urls_restored, events_url_ready, running_bridge, settled, slack_section, stopped
 from tests.wld_process import free_port, run_wld, write_config
 from waiting import PATIENCE
 
@@ -25,13 +24,6 @@ WRONG = {  # case: (channel, key, a value the platform rejects, the call that ch
     "slack": ("slack", "bot_token", "xoxb-WRONG-slack-token", "auth.test"),
     "slack socket mode": ("slack", "app_token", "xapp-WRONG-slack-app-token", "apps.connections.open"),
 }
-
-
-async def stopped(supervisor: Any, timeout: float = PATIENCE) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while supervisor.running:
-        assert asyncio.get_running_loop().time() < deadline, f"{supervisor.name} is still retrying"
-        await asyncio.sleep(0.02)
 
 
 @pytest.mark.parametrize("case", sorted(WRONG))

@@ -20,7 +20,7 @@ def sorted_out(exc: TelegramError, channel: str, key: str) -> Exception:
         return ChannelMisconfigured(f"channels.{channel}.api_base_url", "Telegram", exc.message)
     if isinstance(exc, (RetryAfter, Conflict)) or (isinstance(exc, NetworkError) and not isinstance(exc, BadRequest)):
         return Unavailable(f"Telegram could not be reached or failed ({type(exc).__name__}: {exc.message})")
-    return ChannelMisconfigured(key, "Telegram", f"{type(exc).__name__}: {exc.message}")
+    return ChannelMisconfigured(key, "Telegram", exc.message)  # Telegram's description: "Forbidden: bot was blocked by the user"
 
 
 @contextlib.contextmanager
