@@ -62,36 +62,40 @@ async def intents_refused(fakes: Fakes) -> None:
 REFUSALS: dict[str, tuple[Failure, str]] = {  # case: (the failure, the one line the bridge logs)
     "telegram getMe 403": (
         Failure("telegram", "getMe", lambda f: f.telegram.inject_error("getMe", 403, "Forbidden: bot was deactivated")),
-        "channels.telegram.token: Telegram refused it (Forbidden: bot was deactivated)",
+        "channels.telegram.token: Telegram refused it (Forbidden: bot was deactivated); fix this setting and start again",
     ),
     "telegram getUpdates 403": (
         Failure("telegram", "getUpdates", lambda f: f.telegram.inject_error("getUpdates", 403, "Forbidden: bot was deactivated")),
-        "channels.telegram.token: Telegram refused it (Forbidden: bot was deactivated)",
+        "channels.telegram.token: Telegram refused it (Forbidden: bot was deactivated); fix this setting and start again",
+    ),
+    "telegram getUpdates 401": (  # the token revoked while the bridge runs
+        Failure("telegram", "getUpdates", lambda f: f.telegram.inject_error("getUpdates", 401, "Unauthorized")),
+        "channels.telegram.token: Telegram rejected this credential; put the right value there (it is not shown here)",
     ),
     "telegram setWebhook 400": (
         Failure(
             "telegram", "setWebhook", lambda f: f.telegram.inject_error("setWebhook", 400, "Bad Request: bad webhook: An HTTPS URL must be provided for webhook"),
             section={"mode": "webhook"},
         ),
-        "web.public_url: Telegram refused it (Bad webhook: an https url must be provided for webhook)",
+        "web.public_url: Telegram refused it (Bad webhook: an https url must be provided for webhook); fix this setting and start again",
     ),
     "discord get_me 403": (
         Failure("discord", "get_me", lambda f: f.discord.inject_error("get_me", 403, "Missing Access")),
-        "channels.discord.token: Discord refused it (HTTP 403: Missing Access)",
+        "channels.discord.token: Discord refused it (HTTP 403: Missing Access); fix this setting and start again",
     ),
     "discord privileged intents": (
         Failure("discord", "get_me", during=intents_refused),
         "the bot's Message Content intent (Discord Developer Portal, Bot page): Discord refused it "
-        "(it is not turned on for this bot, and the bridge reads messages)",
+        "(it is not turned on for this bot, and the bridge reads messages); fix this setting and start again",
     ),
     "slack missing_scope": (
         Failure("slack", "auth.test", lambda f: f.slack.inject_response("auth.test", missing_scope)),
-        "channels.slack.bot_token: Slack refused it (missing_scope; the app needs the scope users:read)",
+        "channels.slack.bot_token: Slack refused it (missing_scope; the app needs the scope users:read); fix this setting and start again",
     ),
     "slack not_allowed_token_type": (
         Failure("slack", "apps.connections.open", lambda f: f.slack.inject_response("apps.connections.open", wrong_token_type),
                 section={"socket_mode": True, "app_token": "xapp-1-A0-0-abc"}),
-        "channels.slack.app_token: Slack refused it (not_allowed_token_type)",
+        "channels.slack.app_token: Slack refused it (not_allowed_token_type); fix this setting and start again",
     ),
 }
 
@@ -149,7 +153,7 @@ async def test_a_refusal_for_good_stops_only_its_channel_with_one_line_naming_wh
         assert [s.name for s in service.supervisors if s.running] == [s.name for s in service.supervisors if s is not supervisor]
     assert len(attempts(fakes, failure)) == 1, "a refusal for good is not tried again"
     errors = project_lines(caplog, logging.ERROR)
-    assert errors == [f"channel {failure.platform} stopped: {said}; fix this setting and start again"], errors
+    assert errors == [f"channel {failure.platform} stopped: {said}"], errors
     assert not [r for r in caplog.records if r.exc_info], "no traceback for a configuration error"
 
 

@@ -37,7 +37,7 @@ from ..contract import Button, Capabilities, ChannelContext, Conversation, Inbox
 from ..supervisor import Unavailable
 from ..streaming import StreamingReply
 from ..webhooks import misfit, refuse
-from .failures import refusals, sorted_out
+from .failures import PollingRequest, refusals, sorted_out
 from .markup import to_html
 from .payload import WebhookUpdate
 from .settings import TelegramSettings
@@ -70,7 +70,7 @@ class TelegramChannel:
             base_url=settings.api_base_url,
             base_file_url=settings.files_url,
             request=HTTPXRequest(connection_pool_size=32),
-            get_updates_request=HTTPXRequest(read_timeout=settings.poll_timeout + 10),
+            get_updates_request=PollingRequest(read_timeout=settings.poll_timeout + 10),
         )
         self.budgets = Budgets(PRIVATE_CHAT_RATE, CHAT_BURST, GROUP_CHAT_RATE)
         self.background = Background("telegram")
