@@ -34,8 +34,8 @@ from ..budget import Budgets
 from ..chunker import utf16_weight
 from ..commands import BRIDGE_COMMANDS
 from ..contract import Button, Capabilities, ChannelContext, Conversation, Inbox, MenuCommand, MessageRef, RateLimited
-from ..supervisor import Unavailable
 from ..streaming import StreamingReply
+from ..supervisor import Unavailable
 from ..webhooks import misfit, refuse
 from .failures import PollingRequest, refusals, sorted_out
 from .markup import to_html
