@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .app import App
-from .channels.contract import ChannelContext, CredentialsRejected
+from .channels.contract import ChannelContext
 from .channels.runner import build_channel
 from .config import ConfigError, Settings
 from .host import PluginHost
@@ -82,7 +82,7 @@ async def channel_finding(name: str, section: dict[str, object], plugins: Plugin
             return Finding("ok", subject, "configured (no credentials to check)")
         await asyncio.wait_for(verify(), VERIFY_TIMEOUT)
         return Finding("ok", subject, "credentials accepted by the platform")
-    except CredentialsRejected as exc:
+    except ConfigError as exc:  # the platform refused the token, a scope, an intent or a URL: what `wld bridge` would stop on
         return Finding("problem", subject, str(exc))
     except Exception as exc:  # the platform could not be asked: not a verdict on the credentials
         return Finding("unknown", subject, f"credentials not checked: the platform could not be reached ({type(exc).__name__}: {exc})")

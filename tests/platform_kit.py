@@ -12,12 +12,13 @@ from discord.http import Route
 
 from runwield_bridge.app import App
 from runwield_bridge.channels.runner import BridgeService
+from runwield_bridge.channels.supervisor import Supervisor
 from runwield_bridge.config import Settings
 from tests.bridge_kit import FAST_BACKOFF
 from tests.fakes.base import FakeServer, HttpResult
 from tests.fakes.discord_api import FLAG_EPHEMERAL, DiscordFake, FakeInteraction
 from tests.fakes.slack_api import SlackFake
-from waiting import PATIENCE, POLL
+from waiting import PATIENCE, POLL, until
 
 
 @contextlib.asynccontextmanager
@@ -30,6 +31,11 @@ async def running_bridge(channels: dict[str, dict[str, Any]], **settings: Any) -
             yield service, app
     finally:
         await app.close()
+
+
+async def stopped(supervisor: Supervisor, timeout: float = PATIENCE) -> None:
+    """Return once the supervised task has ended; AssertionError if it is still being retried after ``timeout``."""
+    await until(lambda: not supervisor.running, f"{supervisor.name} to stop instead of retrying", timeout)
 
 
 async def settled(fake: FakeServer, find: Callable[[], list[dict[str, Any]]], timeout: float) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,12 +12,12 @@ from typing import Any
 
 import pytest
 from acp_wire import RpcError, WireClient
+from waiting import until
 
 WLD = str(Path(sys.executable).parent / "wld")
 INIT = {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "wire-test", "version": "0"}}
 BUSY = -32001
-LONE_PROMPTS = 30
-CHECKS_AT_ONCE = 16
+HELD_CHECKS = Path(__file__).parent / "fixtures" / "held_checks"
 
 
 def text_prompt(session_id: str, text: str, **extra: Any) -> dict[str, Any]:
@@ -400,33 +401,32 @@ async def test_one_writer_per_session_across_processes(tmp_path: Path) -> None:
         assert (await b.call("session/prompt", text_prompt(sid, "b wants in")))["stopReason"] == "end_turn"
 
 
-async def test_checking_the_writer_never_makes_a_lone_prompt_busy(tmp_path: Path) -> None:
-    """Process A keeps loading the Session and setting its options (each checks the writer) while process B sends
-    prompts one after another: none is refused as busy. Only a running turn makes the Session busy."""
-    # A only hammers (its messages are not what is tested): unvalidated, so the test client keeps up
-    async with WireClient.spawn([WLD, "acp"], cwd=tmp_path, validate=False) as a, WireClient.spawn([WLD, "acp"], cwd=tmp_path) as b:
+@pytest.mark.parametrize("check", ["session/set_config_option", "session/load"])
+async def test_checking_the_writer_never_makes_a_lone_prompt_busy(tmp_path: Path, check: str) -> None:
+    """Process A checks the Session's writer (loading it, or setting an option) while process B prompts. A runs with
+    a hook that stops it for as long as it holds a writer lock (tests/fixtures/held_checks), so a check that took
+    the lock even for a moment would still hold it when B's prompt comes: B's lone prompt must not be refused.
+    Only a running turn makes the Session busy."""
+    held, go = tmp_path / "held", tmp_path / "go"
+    os.mkfifo(go)
+    hook = {"PYTHONPATH": str(HELD_CHECKS), "WLD_TEST_HELD": str(held), "WLD_TEST_GO": str(go)}
+    async with WireClient.spawn([WLD, "acp"], cwd=tmp_path, env=hook) as a, WireClient.spawn([WLD, "acp"], cwd=tmp_path) as b:
         await a.call("initialize", INIT)
         await b.call("initialize", INIT)
         sid = (await b.call("session/new", {"cwd": str(tmp_path), "mcpServers": []}))["sessionId"]
-        load = {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []}
-        options = [{"sessionId": sid, "configId": "model", "value": value} for value in ("scripted", "no-such-model")]
-        checks = 0
-        done = asyncio.Event()
-
-        async def keep_checking() -> None:
-            nonlocal checks
-            while not done.is_set():
-                sets = (a.request("session/set_config_option", options[n % 2]) for n in range(CHECKS_AT_ONCE))
-                answers = await asyncio.gather(a.request("session/load", load), *sets)
-                assert all("result" in r or r["error"]["code"] in (BUSY, -32602) for r in answers)
-                checks += len(answers)
-
-        checking = asyncio.create_task(keep_checking())
-        for n in range(LONE_PROMPTS):
-            assert (await b.call("session/prompt", text_prompt(sid, f"lone prompt {n}")))["stopReason"] == "end_turn"
-        done.set()
+        params = {
+            "session/set_config_option": {"sessionId": sid, "configId": "model", "value": "scripted"},
+            "session/load": {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []},
+        }[check]
+        checking = asyncio.create_task(a.call(check, params))
+        try:
+            await until(lambda: checking.done() or held.exists(), f"A's {check} to answer or to hold the writer")
+            assert (await b.call("session/prompt", text_prompt(sid, "a lone prompt")))["stopReason"] == "end_turn"
+            assert not held.exists(), f"A held the Session's writer while only checking it ({check})"
+        finally:
+            if held.exists():
+                os.close(os.open(go, os.O_WRONLY))  # let A go on
         await checking
-        assert checks >= LONE_PROMPTS, "the checks overlapped the prompts"
         turn = asyncio.create_task(b.call("session/prompt", text_prompt(sid, "a slow one")))
         await b.wait_message(lambda _: "slow one 1" in reply_text(b, sid))
         with pytest.raises(RpcError) as err:

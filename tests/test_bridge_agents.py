@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import contextlib
 import shutil
 import sys
@@ -145,7 +146,7 @@ async def test_a_failing_channel_listener_is_restarted_and_waiting_conversations
         await app.close()
 
 
-async def test_an_agent_that_exits_at_start_is_reported_with_what_it_said() -> None:
+async def test_an_agent_that_exits_at_start_is_reported_with_what_it_said(caplog: pytest.LogCaptureFixture) -> None:
     script = "import sys; print('no API key set', file=sys.stderr); sys.exit(2)"
     quitter = CommandAgent(AgentConfig(command=[sys.executable, "-c", script]))
     channel = RecordingChannel(Capabilities(max_message_length=1000), agent="quitter")
@@ -153,6 +154,10 @@ async def test_an_agent_that_exits_at_start_is_reported_with_what_it_said() -> N
         await say(channel, "hello?")
         told = await channel.wait_for("Agent quitter is not available")
         assert "exit code 2" in told and "no API key set" in told
+    restarts = [r for r in caplog.records if r.getMessage().startswith("agent quitter")]
+    assert restarts and all(r.levelno == logging.WARNING and not r.exc_info and "exit code 2" in r.getMessage() for r in restarts), [
+        (r.levelname, r.getMessage()) for r in restarts
+    ]  # an agent that stops is restarted with one warning line, like any failure that may pass
 
 
 async def test_a_question_the_agent_withdraws_is_withdrawn_in_the_chat(caplog: pytest.LogCaptureFixture) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import socket
 from pathlib import Path
@@ -12,12 +11,12 @@ import pytest
 
 from runwield_bridge.redaction import install
 from tests.bridge_kit import OWNER, telegram_section
+from tests.fakes.base import json_response
 from tests.fakes.discord_api import DiscordFake
 from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import TelegramFake
-from tests.platform_kit import discord_section, discord_urls_restored, events_url_ready, running_bridge, settled, slack_section
+from tests.platform_kit import discord_section, discord_urls_restored, events_url_ready, running_bridge, settled, slack_section, stopped
 from tests.wld_process import free_port, run_wld, write_config
-from waiting import PATIENCE
 
 WRONG = {  # case: (channel, key, a value the platform rejects, the call that checks it)
     "telegram": ("telegram", "token", "111111:WRONG-telegram_abcdefghijklmnopq", "getMe"),
@@ -25,13 +24,6 @@ WRONG = {  # case: (channel, key, a value the platform rejects, the call that ch
     "slack": ("slack", "bot_token", "xoxb-WRONG-slack-token", "auth.test"),
     "slack socket mode": ("slack", "app_token", "xapp-WRONG-slack-app-token", "apps.connections.open"),
 }
-
-
-async def stopped(supervisor: Any, timeout: float = PATIENCE) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while supervisor.running:
-        assert asyncio.get_running_loop().time() < deadline, f"{supervisor.name} is still retrying"
-        await asyncio.sleep(0.02)
 
 
 @pytest.mark.parametrize("case", sorted(WRONG))
@@ -105,6 +97,16 @@ async def test_wld_doctor_names_a_rejected_token_a_missing_extra_a_taken_port_an
     assert lines["[channels.telegram]"].startswith("unknown") and "not checked" in lines["[channels.telegram]"]
     assert "3 problem(s) found" in done.stdout
     assert WRONG["discord"][2] not in done.stdout + done.stderr
+
+
+async def test_wld_doctor_names_a_refusal_that_is_not_about_the_token_as_a_problem(tmp_path: Path) -> None:
+    async with SlackFake() as slack:
+        slack.inject_response("auth.test", lambda: json_response({"ok": False, "error": "missing_scope", "needed": "users:read"}))
+        config = {"web": {"listen": f"127.0.0.1:{free_port()}"}, "channels": {"slack": slack_section(slack)}}
+        done = await run_wld("doctor", "--config", str(write_config(tmp_path / "wld.toml", config)))
+    line = doctor_lines(done.stdout)["[channels.slack]"]
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert line.startswith("problem") and "channels.slack.bot_token: Slack refused it (missing_scope; the app needs the scope users:read)" in line
 
 
 async def test_wld_bridge_exits_naming_the_key_once_when_its_only_channel_token_is_rejected(tmp_path: Path) -> None:

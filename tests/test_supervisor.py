@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from runwield_bridge.channels.supervisor import Backoff, Supervisor
+from runwield_bridge.channels.supervisor import log as supervisor_log
 from waiting import PATIENCE
 
 
@@ -45,3 +48,23 @@ async def test_stop_cancels_a_running_task() -> None:
     await started.wait()
     await supervisor.stop()
     assert not supervisor.running
+
+
+async def test_an_unexpected_error_is_retried_with_backoff_and_its_traceback_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    runs: list[int] = []
+
+    async def buggy() -> None:
+        runs.append(len(runs))
+        if len(runs) < 4:
+            raise TypeError("unsupported operand type(s) for +: 'int' and 'str'")
+
+    supervisor = Supervisor("channel buggy", buggy, backoff=Backoff(initial=0.1, maximum=0.2))
+    await asyncio.wait_for(supervisor.start(), PATIENCE)
+    assert len(runs) == 4 and supervisor.failures == 3 and supervisor.config_error is None
+    lines = [(r.getMessage(), r.exc_info is not None) for r in caplog.records if r.name == supervisor_log.name]
+    assert lines == [
+        ("channel buggy failed unexpectedly (TypeError: unsupported operand type(s) for +: 'int' and 'str'); retrying in 0.1s", True),
+        ("channel buggy failed again (TypeError: unsupported operand type(s) for +: 'int' and 'str'); retrying in 0.2s", False),
+        ("channel buggy failed again (TypeError: unsupported operand type(s) for +: 'int' and 'str'); retrying in 0.2s", False),
+    ], lines
+    assert caplog.text.count("Traceback") == 1

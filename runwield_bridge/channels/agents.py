@@ -13,7 +13,7 @@ from acp.client.connection import ClientSideConnection
 from acp.schema import Implementation, InitializeResponse, PermissionOption, RequestPermissionResponse, ToolCallProgress, ToolCallUpdate
 
 from ..acp.client import CLIENT_CAPABILITIES, AgentEndpoint, SessionOfRequest, route_elicitations
-from .supervisor import Backoff, Supervisor
+from .supervisor import Backoff, Supervisor, Unavailable
 
 log = logging.getLogger(__name__)
 CLIENT_INFO = Implementation(name="runwield-bridge", title="RunWield Bridge", version=version("runwield-bridge"))
@@ -23,8 +23,8 @@ class AgentUnavailable(Exception):
     """The agent cannot be reached right now; the message says why, in words for the chat."""
 
 
-class AgentStopped(RuntimeError):
-    """The agent's connection ended; the supervisor restarts it."""
+class AgentStopped(Unavailable):
+    """The agent's connection ended; the supervisor restarts it (one warning line, no traceback)."""
 
 
 class ClientSink(Protocol):

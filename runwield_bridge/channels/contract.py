@@ -152,11 +152,20 @@ class RateLimited(Exception):
         self.retry_after = retry_after
 
 
-class CredentialsRejected(ConfigError):
-    """The platform refused a configured credential: a configuration error, so the channel stops rather than retrying."""
+class ChannelMisconfigured(ConfigError):
+    """The platform refused for good what the configuration asks of it (a 4xx other than 429: a missing scope, intent or
+    permission, an unknown endpoint): a configuration error, so the channel stops rather than retrying."""
+
+    def __init__(self, key: str, platform: str, refusal: str) -> None:
+        super().__init__(f"{key}: {platform} refused it ({refusal}); fix this setting and start again")
+        self.key = key
+
+
+class CredentialsRejected(ChannelMisconfigured):
+    """The platform refused a configured credential (401, an invalid or revoked token)."""
 
     def __init__(self, key: str, platform: str) -> None:
-        super().__init__(f"{key}: {platform} rejected this credential; put the right value there (it is not shown here)")
+        ConfigError.__init__(self, f"{key}: {platform} rejected this credential; put the right value there (it is not shown here)")
         self.key = key
 
 
@@ -218,9 +227,11 @@ class Channel(Protocol):
     settings: ChannelSettings
 
     async def run(self, inbox: Inbox) -> None:
-        """Listen for updates until cancelled (raise to be restarted by the supervisor; raise CredentialsRejected,
-        a configuration error, to stop for good). A channel with credentials may also offer ``async verify()``,
-        the same check ``run`` starts with, which ``wld doctor`` calls."""
+        """Listen for updates until cancelled. Raise ``Unavailable`` (supervisor.py) for what may pass (network,
+        timeouts, the platform's 5xx and rate limits): the supervisor restarts it with backoff. Raise
+        ``CredentialsRejected`` or ``ChannelMisconfigured`` for the platform's final refusal: the channel stops.
+        A channel with credentials may also offer ``async verify()``, the same check ``run`` starts with, which
+        ``wld doctor`` calls."""
 
     async def send(self, conversation: Conversation, text: str, buttons: Sequence[Button] = ()) -> MessageRef:
         """Send a message (raises RateLimited)."""

@@ -1,4 +1,14 @@
-"""Long-lived tasks (agent connections, channel listeners) restarted with backoff when they fail."""
+"""Long-lived tasks (agent connections, channel listeners) restarted with backoff when they fail.
+
+What a failure means decides what happens (docs/channels.md, "When a channel fails"):
+
+- a ``ConfigError`` (a rejected token, a missing scope or intent): no restart can fix it, so the
+  task stops and one line says which key to fix;
+- a transient failure (``Unavailable``, a network error, a timeout): restarted with backoff, one
+  warning line each time;
+- anything else is a bug or a surprise: restarted with backoff too (a listener that stays down
+  loses messages), its traceback logged the first time, one line after that.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +18,26 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+import aiohttp
+
 from ..config import ConfigError
 
 log = logging.getLogger(__name__)
 
 OnFailure = Callable[[BaseException, float], Awaitable[None]]
+
+
+class Unavailable(Exception):
+    """The far side could not be reached or failed on its side (network, timeout, server error, rate limit): worth retrying."""
+
+
+TRANSIENT = (Unavailable, OSError, TimeoutError, aiohttp.ClientConnectionError)
+"""Failures that may pass by themselves (``OSError`` covers ``ConnectionError``; aiohttp's dropped connections are not all OSErrors)."""
+
+
+def transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failure that may pass by itself, so restarting later can help."""
+    return isinstance(exc, TRANSIENT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +68,8 @@ class Supervisor:
         self.config_error: ConfigError | None = None
         """Why it stopped for good, when no restart could help."""
         self._task: asyncio.Task[None] | None = None
+        self._explained: set[type[BaseException]] = set()
+        """The kinds of unexpected failure whose traceback was already logged."""
 
     @property
     def running(self) -> bool:
@@ -78,10 +105,25 @@ class Supervisor:
                 self.failures += 1
                 self.last_error = exc
                 delay = self.backoff.next(delay, time.monotonic() - started)
-                log.error("%s failed (%s: %s); restarting in %.1fs", self.name, type(exc).__name__, exc, delay)
+                self._log_failure(exc, delay)
                 if self.on_failure is not None:
                     try:
                         await self.on_failure(exc, delay)
                     except Exception:
                         log.exception("reporting the failure of %s failed", self.name)
             await asyncio.sleep(delay)
+
+    def _log_failure(self, exc: Exception, delay: float) -> None:
+        """One line for a transient failure; an unexpected one with its traceback the first time its kind is seen."""
+        if transient(exc):
+            log.warning("%s: %s; retrying in %.1fs", self.name, _described(exc), delay)
+        elif type(exc) in self._explained:
+            log.error("%s failed again (%s); retrying in %.1fs", self.name, _described(exc), delay)
+        else:
+            self._explained.add(type(exc))
+            log.error("%s failed unexpectedly (%s); retrying in %.1fs", self.name, _described(exc), delay, exc_info=exc)
+
+
+def _described(exc: BaseException) -> str:
+    """``Type: message``, or just the message of an ``Unavailable`` (which says what could not be reached)."""
+    return str(exc) if isinstance(exc, Unavailable) else f"{type(exc).__name__}: {exc}"

@@ -22,10 +22,11 @@ from discord.http import Route
 from ..allowlist import stranger_notice
 from ..budget import Budgets
 from ..bridge import BridgeError
-from ..contract import Button, ButtonPress, Capabilities, ChannelContext, Conversation, CredentialsRejected, Inbox, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
+from ..contract import Button, ButtonPress, Capabilities, ChannelContext, Conversation, Inbox, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
 from ..streaming import StreamingReply
 from .components import MODEL_SELECT, PRESS_PREFIX, button_view, model_view
 from .events import conversation_of, incoming, sender_of, thread_name, without_mention
+from .failures import refusals
 from .settings import DiscordSettings
 from .slash import slash_commands
 
@@ -62,9 +63,10 @@ class DiscordChannel:
         self._listen(client)
         self._inbox = inbox
         try:
-            await self._login(client)
-            await _sync(tree)
-            await client.connect()
+            with refusals(self.name):
+                await client.login(self.settings.token)
+                await _sync(tree)
+                await client.connect()
         except asyncio.CancelledError:
             raise  # the client stays open until close(), so the Bridge can still post its last words
         except Exception:
@@ -73,19 +75,14 @@ class DiscordChannel:
         raise ConnectionError("the Discord gateway connection was closed")
 
     async def verify(self) -> None:
-        """Check the token with Discord (the bot's own user); CredentialsRejected if Discord refuses it."""
+        """Check the token with Discord (the bot's own user); CredentialsRejected or ChannelMisconfigured if Discord refuses it."""
         _use_endpoints(self.settings)
         client = discord.Client(intents=INTENTS)
         try:
-            await self._login(client)
+            with refusals(self.name):
+                await client.login(self.settings.token)
         finally:
             await client.close()
-
-    async def _login(self, client: discord.Client) -> None:
-        try:
-            await client.login(self.settings.token)
-        except discord.LoginFailure:
-            raise CredentialsRejected(f"channels.{self.name}.token", "Discord") from None
 
     def _listen(self, client: discord.Client) -> None:
         @client.event

@@ -8,10 +8,9 @@ typed in the thread (``@bot /cancel``, since Slack's composer claims a leading s
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
-from collections.abc import Awaitable, Iterator, Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import aiohttp
@@ -24,11 +23,12 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from ..budget import Budgets
-from ..contract import Button, ButtonPress, Capabilities, ChannelContext, Conversation, CredentialsRejected, Inbox, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
+from ..contract import Button, ButtonPress, Capabilities, ChannelContext, Conversation, Inbox, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
 from ..streaming import StreamingReply
 from ..webhooks import refuse
 from .blocks import blocks
 from .events import conversation_of, from_a_person, images, mentions, sent_at, without_mention
+from .failures import refusals
 from .markup import mrkdwn_weight, to_mrkdwn
 from .payload import UserInfo, request_problem, signed
 from .settings import SlackSettings
@@ -37,8 +37,7 @@ log = logging.getLogger(__name__)
 
 CHANNEL_RATE = 1.0  # chat.postMessage allows about one message per second in a channel
 CHANNEL_BURST = 3
-FENCE_ROOM = len("\n```")
-REJECTED_AUTH = ("not_authed", "invalid_auth", "account_inactive", "token_revoked", "token_expired")  # a code fence still open mid-stream is closed after the text is measured
+FENCE_ROOM = len("\n```")  # a code fence still open mid-stream is closed after the text is measured
 
 
 class SlackChannel:
@@ -69,11 +68,11 @@ class SlackChannel:
     async def verify(self) -> None:
         """Check the bot token (auth.test, which also tells the bot's user id) and in Socket Mode the app token
         (apps.connections.open, since slack-sdk's socket client retries a refused one forever); CredentialsRejected
-        if Slack refuses either."""
-        with _credential(f"channels.{self.name}.bot_token"):
+        or ChannelMisconfigured if Slack refuses either."""
+        with refusals(f"channels.{self.name}.bot_token"):
             self._me = str((await self.client.auth_test())["user_id"])
         if self.settings.socket_mode:
-            with _credential(f"channels.{self.name}.app_token"):
+            with refusals(f"channels.{self.name}.app_token"):
                 await self.client.apps_connections_open(app_token=self.settings.app_token or "")
 
     async def run(self, inbox: Inbox) -> None:
@@ -90,7 +89,8 @@ class SlackChannel:
     async def _socket_mode(self) -> None:
         """Receive over Slack's WebSocket (``apps.connections.open`` with the app token) until cancelled."""
         handler = AsyncSocketModeHandler(self.app, self.settings.app_token)
-        await handler.connect_async()
+        with refusals(f"channels.{self.name}.app_token"):
+            await handler.connect_async()
         try:
             await asyncio.Event().wait()
         finally:
@@ -198,17 +198,6 @@ def _first_line(exc: Exception) -> str:
     """An error in one short line (Slack's errors go on with the whole response body)."""
     lines = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {lines[0][:200] if lines else ''}"
-
-
-@contextlib.contextmanager
-def _credential(key: str) -> Iterator[None]:
-    """Slack's refusal of the token at ``key`` as CredentialsRejected; other API errors pass through."""
-    try:
-        yield
-    except SlackApiError as exc:
-        if exc.response.get("error") not in REJECTED_AUTH:
-            raise
-        raise CredentialsRejected(key, "Slack") from None
 
 
 async def _rate_limited(call: Awaitable[Any]) -> Any:

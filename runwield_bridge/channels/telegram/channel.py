@@ -23,7 +23,7 @@ from telegram import (
     Update,
 )
 from telegram.constants import ChatAction, ParseMode
-from telegram.error import BadRequest, InvalidToken, RetryAfter
+from telegram.error import BadRequest, RetryAfter, TelegramError
 from telegram.ext import Updater
 from telegram.request import HTTPXRequest
 from telegram.warnings import PTBDeprecationWarning
@@ -33,9 +33,11 @@ from ..background import Background
 from ..budget import Budgets
 from ..chunker import utf16_weight
 from ..commands import BRIDGE_COMMANDS
-from ..contract import Button, Capabilities, ChannelContext, Conversation, CredentialsRejected, Inbox, MenuCommand, MessageRef, RateLimited
+from ..contract import Button, Capabilities, ChannelContext, Conversation, Inbox, MenuCommand, MessageRef, RateLimited
 from ..streaming import StreamingReply
+from ..supervisor import Unavailable
 from ..webhooks import misfit, refuse
+from .failures import PollingRequest, refusals, sorted_out
 from .markup import to_html
 from .payload import WebhookUpdate
 from .settings import TelegramSettings
@@ -68,7 +70,7 @@ class TelegramChannel:
             base_url=settings.api_base_url,
             base_file_url=settings.files_url,
             request=HTTPXRequest(connection_pool_size=32),
-            get_updates_request=HTTPXRequest(read_timeout=settings.poll_timeout + 10),
+            get_updates_request=PollingRequest(read_timeout=settings.poll_timeout + 10),
         )
         self.budgets = Budgets(PRIVATE_CHAT_RATE, CHAT_BURST, GROUP_CHAT_RATE)
         self.background = Background("telegram")
@@ -82,11 +84,9 @@ class TelegramChannel:
     # -- receiving -----------------------------------------------------------
 
     async def verify(self) -> None:
-        """Check the token with Telegram (getMe); CredentialsRejected if Telegram refuses it."""
-        try:
+        """Check the token with Telegram (getMe); CredentialsRejected or ChannelMisconfigured if Telegram refuses it."""
+        with refusals(self.name, f"channels.{self.name}.token"):
             await self.bot.initialize()
-        except InvalidToken:
-            raise CredentialsRejected(f"channels.{self.name}.token", "Telegram") from None
 
     async def run(self, inbox: Inbox) -> None:
         await self.verify()
@@ -97,21 +97,34 @@ class TelegramChannel:
             if self.settings.mode == "polling":
                 await self._poll()
             else:
-                await self.bot.set_webhook(
-                    f"{self.web.base_url}{self.settings.webhook_path}", secret_token=self._secret, allowed_updates=ALLOWED_UPDATES
-                )
+                with refusals(self.name, "web.public_url"):  # Telegram refuses a webhook URL it cannot use (not HTTPS, say)
+                    await self.bot.set_webhook(
+                        f"{self.web.base_url}{self.settings.webhook_path}", secret_token=self._secret, allowed_updates=ALLOWED_UPDATES
+                    )
                 await asyncio.Event().wait()
         finally:
             self._inbox = None
 
     async def _poll(self) -> None:
+        """Long polling until cancelled; python-telegram-bot retries getUpdates itself, and a refusal for good ends it."""
         queue: asyncio.Queue[object] = asyncio.Queue()
         updater = Updater(self.bot, queue)
+
+        def on_error(exc: TelegramError) -> None:  # called by the updater before it retries
+            failure = sorted_out(exc, self.name, f"channels.{self.name}.token")
+            if isinstance(failure, Unavailable):
+                log.warning("channel %s: %s; polling again", self.name, failure)
+            else:
+                queue.put_nowait(failure)
+
         async with updater:
-            await updater.start_polling(timeout=self.settings.poll_timeout, allowed_updates=ALLOWED_UPDATES)
+            with refusals(self.name, f"channels.{self.name}.token"):
+                await updater.start_polling(timeout=self.settings.poll_timeout, allowed_updates=ALLOWED_UPDATES, error_callback=on_error)
             try:
                 while True:
                     update = await queue.get()
+                    if isinstance(update, Exception):
+                        raise update
                     if isinstance(update, Update):
                         self._dispatch(update)
             finally:
