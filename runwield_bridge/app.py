@@ -19,6 +19,7 @@ from .core.sessions import SessionHost
 from .core.store import Store
 from .core.tools import BUILTIN_TOOLS, WORKTREE_TOOLS
 from .host import PluginHost, load_plugins
+from .runtimes.native import NativeRuntime
 from .web.pages import LazyReviewServer
 
 
@@ -76,6 +77,7 @@ class App:
                 settings.state_dir,
                 settings.sessions.model,
                 settings.sessions.agent,
+                runtime=NativeRuntime(catalog),
                 commands=commands,
                 metrics=WorkflowMetrics.in_state_dir(settings.state_dir, settings.workflow_metrics),
                 question_timeout=settings.sessions.question_timeout or None,
