@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import SQLModel
 
+from runwield_bridge.core import records
 from runwield_bridge.core.records import PlanRecord, PlanRevisionRecord, ReviewRecord
 from runwield_bridge.core.store import Store
 
@@ -25,6 +26,25 @@ async def test_a_new_database_has_exactly_the_0_2_0_schema(tmp_path: Path) -> No
     store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}")
     await store.close()
     assert schema(tmp_path / "wld.db") == SCHEMA.read_text(), "the schema changes only through a migration"
+
+
+def test_each_table_has_a_record_with_the_same_fields() -> None:
+    tables = {table.name: table for table in SQLModel.metadata.sorted_tables}
+    mirrored = {
+        "sessions": records.SessionRecord,
+        "transcript": records.TranscriptEntry,
+        "bindings": records.Binding,
+        "seen_updates": records.SeenUpdate,
+        "plans": records.PlanRecord,
+        "plan_revisions": records.PlanRevisionRecord,
+        "plan_sessions": records.PlanSessionLink,
+        "reviews": records.ReviewRecord,
+        "executions": records.ExecutionRecord,
+        "execution_steps": records.ExecutionStep,
+    }
+    assert set(tables) - set(mirrored) == {"turns"}, "every table but the store's own turn marks is handed out"
+    for name, record in mirrored.items():
+        assert [f.name for f in dataclasses.fields(record)] == list(tables[name].columns.keys()), name
 
 
 async def test_every_repository_hands_out_frozen_records_that_outlive_the_store(tmp_path: Path) -> None:

@@ -13,11 +13,11 @@ from .interactions import Outcome, PendingQuestion
 from .locks import WriterLock
 from .models import ChatMessage
 from .records import SessionRecord
+from .runtime import Emit
 from .steering import SteeringInbox
 from .store.sessions import SessionRepository
 from .transcript import TurnJournal
 
-Emit = Callable[[Event], Awaitable[None]]
 FormAsker = Callable[[PendingQuestion], Awaitable[Outcome]]
 
 

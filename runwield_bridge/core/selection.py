@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from .catalog import ModelCatalog, UnknownChoice, agent_profile
-from .events import Event, Notice, SelectionChanged
+from .events import Notice, SelectionChanged
 from .metrics import WorkflowMetrics
 from .records import SessionRecord
+from .runtime import Emit
 from .store.sessions import SessionRepository
 
-Emit = Callable[[Event], Awaitable[None]]
 
 
 class Selector:

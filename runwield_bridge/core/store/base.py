@@ -27,14 +27,21 @@ class Repository:
     def __init__(self, sessions: Sessions) -> None:
         self._db = sessions
 
+    async def _get(self, record_type: type[R], row_type: type[SQLModel], key: Any) -> R | None:
+        """The record of the row with this primary key, if there is one."""
+        async with self._db() as db:
+            row = await db.get(row_type, key)
+            return None if row is None else frozen(record_type, row)
+
+    async def _all(self, record_type: type[R], query: Any) -> list[R]:
+        """The records of the rows a query selects."""
+        async with self._db() as db:
+            return [frozen(record_type, row) for row in (await db.exec(query)).all()]
+
 
 def frozen(record_type: type[R], row: SQLModel) -> R:
     """The frozen record for a row (the same fields, read once)."""
     return record_type(**{f.name: getattr(row, f.name) for f in fields(record_type)})  # type: ignore[arg-type]
-
-
-def frozen_all(record_type: type[R], rows: Any) -> list[R]:
-    return [frozen(record_type, row) for row in rows]
 
 
 def row_of(row_type: type[Row], record: Any) -> Row:

@@ -17,9 +17,7 @@ class BridgeStateRepository(Repository):
     """Bindings and update claims: what ``wld bridge`` keeps across restarts."""
 
     async def get_binding(self, conversation: str) -> Binding | None:
-        async with self._db() as db:
-            row = await db.get(BindingRow, conversation)
-            return None if row is None else frozen(Binding, row)
+        return await self._get(Binding, BindingRow, conversation)
 
     async def bound_conversations(self, prefix: str, agent: str) -> list[str]:
         """The conversations (keys starting with ``prefix``) bound to a session on ``agent``."""

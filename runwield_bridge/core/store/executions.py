@@ -8,7 +8,7 @@ from typing import Any
 from sqlmodel import col, select, update
 
 from ..records import ExecutionRecord, ExecutionStep
-from .base import Repository, change, frozen, frozen_all, link_session, row_of
+from .base import Repository, change, frozen, link_session, row_of
 from .tables import ExecutionRow, ExecutionStepRow, PlanRow
 
 
@@ -26,9 +26,7 @@ class ExecutionRepository(Repository):
             return frozen(ExecutionRecord, row)
 
     async def get_execution(self, execution_id: str) -> ExecutionRecord | None:
-        async with self._db() as db:
-            row = await db.get(ExecutionRow, execution_id)
-            return None if row is None else frozen(ExecutionRecord, row)
+        return await self._get(ExecutionRecord, ExecutionRow, execution_id)
 
     async def list_executions(self, *, plan_id: str | None = None, states: tuple[str, ...] = ()) -> list[ExecutionRecord]:
         """Executions, oldest first, of one Plan and/or in the given states."""
@@ -37,8 +35,7 @@ class ExecutionRepository(Repository):
             query = query.where(ExecutionRow.plan_id == plan_id)
         if states:
             query = query.where(col(ExecutionRow.state).in_(states))
-        async with self._db() as db:
-            return frozen_all(ExecutionRecord, (await db.exec(query)).all())
+        return await self._all(ExecutionRecord, query)
 
     async def update_execution(
         self, execution_id: str, plan_changes: dict[str, Any] | None = None, **changes: Any
@@ -80,5 +77,4 @@ class ExecutionRepository(Repository):
 
     async def execution_steps(self, execution_id: str) -> list[ExecutionStep]:
         query = select(ExecutionStepRow).where(ExecutionStepRow.execution_id == execution_id).order_by(col(ExecutionStepRow.id))
-        async with self._db() as db:
-            return frozen_all(ExecutionStep, (await db.exec(query)).all())
+        return await self._all(ExecutionStep, query)

@@ -8,7 +8,7 @@ from typing import Any
 from sqlmodel import col, select, update
 
 from ..records import PlanRecord, PlanRevisionRecord, PlanSessionLink
-from .base import Conflict, Repository, change, frozen, frozen_all, link_session, row_of
+from .base import Conflict, Repository, change, frozen, link_session, row_of
 from .tables import PlanRevisionRow, PlanRow, PlanSessionRow, ReviewRow
 
 
@@ -27,17 +27,14 @@ class PlanRepository(Repository):
             return frozen(PlanRecord, row)
 
     async def get_plan(self, plan_id: str) -> PlanRecord | None:
-        async with self._db() as db:
-            row = await db.get(PlanRow, plan_id)
-            return None if row is None else frozen(PlanRecord, row)
+        return await self._get(PlanRecord, PlanRow, plan_id)
 
     async def list_plans(self, project: str | None = None) -> list[PlanRecord]:
         """Plans, most recently changed first; only the project's when ``project`` is given."""
         query = select(PlanRow).order_by(col(PlanRow.updated_at).desc())
         if project is not None:
             query = query.where(PlanRow.project == project)
-        async with self._db() as db:
-            return frozen_all(PlanRecord, (await db.exec(query)).all())
+        return await self._all(PlanRecord, query)
 
     async def update_plan(self, plan_id: str, **changes: Any) -> PlanRecord:
         async with self._db() as db:
@@ -67,8 +64,7 @@ class PlanRepository(Repository):
 
     async def plan_revisions(self, plan_id: str) -> list[PlanRevisionRecord]:
         query = select(PlanRevisionRow).where(PlanRevisionRow.plan_id == plan_id).order_by(col(PlanRevisionRow.number))
-        async with self._db() as db:
-            return frozen_all(PlanRevisionRecord, (await db.exec(query)).all())
+        return await self._all(PlanRevisionRecord, query)
 
     async def link_plan_session(self, plan_id: str, session_id: str, role: str) -> None:
         async with self._db() as db:
@@ -77,12 +73,10 @@ class PlanRepository(Repository):
 
     async def plan_sessions(self, plan_id: str) -> list[PlanSessionLink]:
         query = select(PlanSessionRow).where(PlanSessionRow.plan_id == plan_id).order_by(col(PlanSessionRow.created_at))
-        async with self._db() as db:
-            return frozen_all(PlanSessionLink, (await db.exec(query)).all())
+        return await self._all(PlanSessionLink, query)
 
     async def plans_for_session(self, session_id: str) -> list[PlanRecord]:
         """Plans the Session wrote, revised, reviewed or executed, most recently changed first."""
         linked = select(PlanSessionRow.plan_id).where(PlanSessionRow.session_id == session_id)
         query = select(PlanRow).where(col(PlanRow.id).in_(linked)).order_by(col(PlanRow.updated_at).desc())
-        async with self._db() as db:
-            return frozen_all(PlanRecord, (await db.exec(query)).all())
+        return await self._all(PlanRecord, query)

@@ -8,7 +8,7 @@ from typing import Any
 from sqlmodel import col, select, update
 
 from ..records import ReviewRecord
-from .base import Conflict, Repository, change, frozen, frozen_all, link_session, row_of
+from .base import Conflict, Repository, change, frozen, link_session, row_of
 from .tables import PlanRow, ReviewRow
 
 
@@ -37,9 +37,7 @@ class ReviewRepository(Repository):
             return frozen(ReviewRecord, row)
 
     async def get_review(self, review_id: str) -> ReviewRecord | None:
-        async with self._db() as db:
-            row = await db.get(ReviewRow, review_id)
-            return None if row is None else frozen(ReviewRecord, row)
+        return await self._get(ReviewRecord, ReviewRow, review_id)
 
     async def find_review(self, token_hash: str) -> ReviewRecord | None:
         async with self._db() as db:
@@ -49,14 +47,12 @@ class ReviewRepository(Repository):
     async def reviews_for_plan(self, plan_id: str) -> list[ReviewRecord]:
         """The Plan's reviews, newest first."""
         query = select(ReviewRow).where(ReviewRow.plan_id == plan_id).order_by(col(ReviewRow.created_at).desc())
-        async with self._db() as db:
-            return frozen_all(ReviewRecord, (await db.exec(query)).all())
+        return await self._all(ReviewRecord, query)
 
     async def reviews_for_session(self, session_id: str) -> list[ReviewRecord]:
         """The reviews a Session started, newest first."""
         query = select(ReviewRow).where(ReviewRow.session_id == session_id).order_by(col(ReviewRow.created_at).desc())
-        async with self._db() as db:
-            return frozen_all(ReviewRecord, (await db.exec(query)).all())
+        return await self._all(ReviewRecord, query)
 
     async def settle_review(self, review_id: str, state: str, feedback: str, plan_changes: dict[str, Any]) -> bool:
         """Decide an open review once, changing its Plan with it; False, and nothing changed, if it was not open."""

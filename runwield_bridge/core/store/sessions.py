@@ -12,7 +12,7 @@ from sqlmodel import col, select, update
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from ..records import SessionRecord, TranscriptEntry
-from .base import Repository, frozen, frozen_all
+from .base import Repository, frozen
 from .tables import SessionRow, TranscriptRow, TurnRow
 
 Entry = tuple[str, str, dict[str, Any]]
@@ -34,9 +34,7 @@ class SessionRepository(Repository):
             return frozen(SessionRecord, row)
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
-        async with self._db() as db:
-            row = await db.get(SessionRow, session_id)
-            return None if row is None else frozen(SessionRecord, row)
+        return await self._get(SessionRecord, SessionRow, session_id)
 
     async def list_sessions(
         self,
@@ -56,8 +54,7 @@ class SessionRepository(Repository):
             query = query.where(col(SessionRow.cwd) == cwd)
         if after is not None:
             query = query.where(or_(updated < after[0], and_(updated == after[0], ident < after[1])))
-        async with self._db() as db:
-            return frozen_all(SessionRecord, (await db.exec(query)).all())
+        return await self._all(SessionRecord, query)
 
     async def update_session(self, session_id: str, **changes: Any) -> SessionRecord:
         """Change fields of a Session; ``cost_delta`` adds to the cumulative cost."""
@@ -113,8 +110,7 @@ class SessionRepository(Repository):
             .where(TranscriptRow.session_id == session_id, col(TranscriptRow.id) > after)
             .order_by(col(TranscriptRow.id))
         )
-        async with self._db() as db:
-            return frozen_all(TranscriptEntry, (await db.exec(query)).all())
+        return await self._all(TranscriptEntry, query)
 
 
 async def _committed(db: AsyncSession, row: SessionRow | None) -> SessionRecord | None:
