@@ -98,16 +98,16 @@ async def test_a_discord_message_replayed_after_a_gateway_resume_is_handled_once
 async def test_claims_are_per_channel_survive_a_restart_and_are_pruned_after_days(tmp_path: Path) -> None:
     store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}")
     try:
-        first_run = Deliveries(store)
+        first_run = Deliveries(store.bridge)
         assert await first_run.claim("telegram", "1") is Delivery.FIRST
         assert await first_run.claim("telegram", "1") is Delivery.REPEAT, "being handled: a redelivery is dropped"
         assert await first_run.claim("slack", "1") is Delivery.FIRST, "ids are per channel"
-        assert await Deliveries(store).claim("telegram", "1") is Delivery.INTERRUPTED, "claimed, never finished, by a run now gone"
+        assert await Deliveries(store.bridge).claim("telegram", "1") is Delivery.INTERRUPTED, "claimed, never finished, by a run now gone"
         await first_run.finish("telegram", "1")
-        assert await Deliveries(store).claim("telegram", "1") is Delivery.REPEAT
+        assert await Deliveries(store.bridge).claim("telegram", "1") is Delivery.REPEAT
         async with store.engine.begin() as db:
             await db.execute(text("UPDATE seen_updates SET claimed_at = claimed_at - :age"), {"age": KEEP_SECONDS + 60})
-        assert await Deliveries(store).claim("telegram", "1") is Delivery.FIRST, "a new run prunes claims older than KEEP_SECONDS"
+        assert await Deliveries(store.bridge).claim("telegram", "1") is Delivery.FIRST, "a new run prunes claims older than KEEP_SECONDS"
     finally:
         await store.close()
 
