@@ -60,12 +60,12 @@ class Store:
         self.engine: AsyncEngine = create_async_engine(url, pool_timeout=POOL_TIMEOUT_SECONDS, hide_parameters=True)
         if url.startswith("sqlite"):
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
-        sessions = async_sessionmaker(self.engine, class_=AsyncSession, expire_on_commit=False)
-        self.sessions = SessionRepository(sessions)
-        self.plans = PlanRepository(sessions)
-        self.reviews = ReviewRepository(sessions)
-        self.executions = ExecutionRepository(sessions)
-        self.bridge = BridgeStateRepository(sessions)
+        connect = async_sessionmaker(self.engine, class_=AsyncSession, expire_on_commit=False)
+        self.sessions = SessionRepository(connect)
+        self.plans = PlanRepository(connect)
+        self.reviews = ReviewRepository(connect)
+        self.executions = ExecutionRepository(connect)
+        self.bridge = BridgeStateRepository(connect)
 
     @classmethod
     async def open(cls, url: str) -> Store:

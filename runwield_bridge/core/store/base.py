@@ -14,7 +14,8 @@ from .tables import PlanSessionRow
 
 R = TypeVar("R")
 Row = TypeVar("Row", bound=SQLModel)
-Sessions = async_sessionmaker[AsyncSession]
+Connect = async_sessionmaker[AsyncSession]
+"""Opens a database session (a unit of work), not a RunWield Session."""
 
 
 class Conflict(RuntimeError):
@@ -24,8 +25,8 @@ class Conflict(RuntimeError):
 class Repository:
     """One aggregate's tables; every method is its own transaction."""
 
-    def __init__(self, sessions: Sessions) -> None:
-        self._db = sessions
+    def __init__(self, connect: Connect) -> None:
+        self._db = connect
 
     async def _get(self, record_type: type[R], row_type: type[SQLModel], key: Any) -> R | None:
         """The record of the row with this primary key, if there is one."""
