@@ -67,6 +67,9 @@ class World:
     async def sink(self, event: Event) -> None:
         self.events.append(event)
 
+    async def settled(self, turns: int) -> None:
+        await until(lambda: sum(isinstance(e, TurnSettled) for e in self.events) >= turns, f"{turns} turns settling")
+
     def said(self) -> list[str]:
         return [e.text if isinstance(e, MessageChunk) else f"settled:{e.stop_reason}" for e in self.events if isinstance(e, MessageChunk | TurnSettled)]
 
@@ -120,7 +123,7 @@ async def test_a_follow_up_turn_starts_when_the_turn_before_settles_without_wait
         world.runtime.go_on.set()
         await without_timers(world.queue.next_ran, "the follow-up turn")
     assert (await first).stop_reason == "end_turn"
-    await asyncio.wait_for(world.host.cancel(record.id), PATIENCE)  # returns once the follow-up has settled
+    await world.settled(2)
     assert world.said() == ["ran work", "settled:end_turn", "the follow-up ran", "settled:end_turn"]
 
 
@@ -130,8 +133,7 @@ async def test_a_cancelled_turn_settles_before_the_follow_up_turn_starts(world: 
     await asyncio.wait_for(world.runtime.started.wait(), PATIENCE)
     await world.host.cancel(record.id)
     assert (await first).stop_reason == "cancelled"
-    await asyncio.wait_for(world.queue.next_ran.wait(), PATIENCE)
-    await world.host.cancel(record.id)
+    await world.settled(2)
     assert world.said() == ["settled:cancelled", "the follow-up ran", "settled:end_turn"]
 
 
@@ -150,6 +152,5 @@ async def test_a_follow_up_turn_waits_for_another_process_to_let_go_of_the_sessi
         assert not world.queue.next_ran.is_set(), "the follow-up does not run while another process holds the Session"
     finally:
         other.release()
-    await asyncio.wait_for(world.queue.next_ran.wait(), PATIENCE)
-    await world.host.cancel(record.id)
+    await world.settled(2)
     assert world.said()[-2:] == ["the follow-up ran", "settled:end_turn"]
