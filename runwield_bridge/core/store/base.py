@@ -7,10 +7,10 @@ from dataclasses import asdict, fields
 from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import async_sessionmaker
-from sqlmodel import SQLModel
+from sqlmodel import SQLModel, col, update
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from .tables import PlanSessionRow
+from .tables import PlanSessionRow, ReviewRow
 
 R = TypeVar("R")
 Row = TypeVar("Row", bound=SQLModel)
@@ -68,3 +68,12 @@ async def link_session(db: AsyncSession, plan_id: str, session_id: str | None, r
     """Remember that a Session had ``role`` in a Plan (once per role)."""
     if session_id:
         await db.merge(PlanSessionRow(plan_id=plan_id, session_id=session_id, role=role))
+
+
+async def supersede_open_reviews(db: AsyncSession, plan_id: str) -> None:
+    """The Plan's open reviews are of a revision no longer current: mark them superseded."""
+    await db.exec(
+        update(ReviewRow)
+        .where(col(ReviewRow.plan_id) == plan_id, col(ReviewRow.state) == "open")
+        .values(state="superseded", decided_at=time.time())
+    )

@@ -8,8 +8,8 @@ from typing import Any
 from sqlmodel import col, select, update
 
 from ..records import PlanRecord, PlanRevisionRecord, PlanSessionLink
-from .base import Conflict, Repository, change, frozen, link_session, row_of
-from .tables import PlanRevisionRow, PlanRow, PlanSessionRow, ReviewRow
+from .base import Conflict, Repository, change, frozen, link_session, row_of, supersede_open_reviews
+from .tables import PlanRevisionRow, PlanRow, PlanSessionRow
 
 
 class PlanRepository(Repository):
@@ -52,11 +52,7 @@ class PlanRepository(Repository):
             )
             if moved.rowcount != 1:
                 raise Conflict(f"Plan {revision.plan_id} is no longer at revision {revision.number - 1}")
-            await db.exec(
-                update(ReviewRow)
-                .where(col(ReviewRow.plan_id) == revision.plan_id, col(ReviewRow.state) == "open")
-                .values(state="superseded", decided_at=time.time())
-            )
+            await supersede_open_reviews(db, revision.plan_id)
             db.add(row_of(PlanRevisionRow, revision))
             await link_session(db, revision.plan_id, revision.session_id, "revised")
             await db.commit()

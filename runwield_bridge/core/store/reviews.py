@@ -8,7 +8,7 @@ from typing import Any
 from sqlmodel import col, select, update
 
 from ..records import ReviewRecord
-from .base import Conflict, Repository, change, frozen, link_session, row_of
+from .base import Conflict, Repository, change, frozen, link_session, row_of, supersede_open_reviews
 from .tables import PlanRow, ReviewRow
 
 
@@ -26,11 +26,7 @@ class ReviewRepository(Repository):
             )
             if moved.rowcount != 1:
                 raise Conflict(f"Plan {review.plan_id} is not at revision {review.revision}")
-            await db.exec(
-                update(ReviewRow)
-                .where(col(ReviewRow.plan_id) == review.plan_id, col(ReviewRow.state) == "open")
-                .values(state="superseded", decided_at=time.time())
-            )
+            await supersede_open_reviews(db, review.plan_id)
             db.add(row)
             await link_session(db, review.plan_id, review.session_id, "reviewed")
             await db.commit()
