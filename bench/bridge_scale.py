@@ -140,7 +140,7 @@ async def measure(size: int) -> dict[str, Any]:
     settings = Settings.model_validate({"home": home, "sessions": {"model": "bench"}})
     app = await App.start(settings, plugins)
     channel = NullChannel()
-    bindings = app.store
+    bindings = app.store.bridge
     bridge = Bridge({"runwield": InProcessAgent(app.host)}, bindings)
     inbox = bridge.add_channel(channel)
     person = Sender("u", "user")

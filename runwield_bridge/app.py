@@ -18,6 +18,7 @@ from .core.store import Store
 from .core.tools import WORKTREE_TOOLS
 from .host import PluginHost, load_plugins
 from .plugins import workflow
+from .runtimes.native import NativeRuntime
 from .web.pages import LazyReviewServer
 
 
@@ -73,6 +74,7 @@ class App:
                 settings.state_dir,
                 settings.sessions.model,
                 settings.sessions.agent,
+                runtime=NativeRuntime(catalog),
                 commands=CommandRegistry(plugins.commands()),
                 metrics=WorkflowMetrics.in_state_dir(settings.state_dir, settings.workflow_metrics),
                 question_timeout=settings.sessions.question_timeout or None,

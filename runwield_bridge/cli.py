@@ -57,7 +57,7 @@ async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
     app = await App.start(settings)
     try:
         pages = app.review_pages
-        return await run_bridge(settings, app.plugins, app.store, app.host, web=pages.server, start_web=pages.base_url)
+        return await run_bridge(settings, app.plugins, app.store.bridge, app.host, web=pages.server, start_web=pages.base_url)
     finally:
         await app.close()
 
@@ -76,7 +76,7 @@ async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
                 return 1
             print(f"{record.id} {'archived' if record.archived else 'active'}")
             return 0
-        records = await app.store.list_sessions(include_archived=args.all)
+        records = await app.store.sessions.list_sessions(include_archived=args.all)
         if not records:
             print("no sessions yet; start one with: wld chat")
             return 0
@@ -93,7 +93,7 @@ async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_plans(args: argparse.Namespace, settings: Settings) -> int:
     app = await App.start(settings)
     try:
-        plans = await (app.plans.for_project(args.project) if args.project else app.store.list_plans())
+        plans = await (app.plans.for_project(args.project) if args.project else app.store.plans.list_plans())
         for plan in plans:
             when = datetime.fromtimestamp(plan.updated_at).strftime("%Y-%m-%d %H:%M")
             approved = f" (approved rev {plan.approved_revision})" if plan.approved_revision else ""

@@ -10,7 +10,7 @@ from pathlib import Path
 from runwield_bridge.app import App
 from runwield_bridge.config import load_settings
 from runwield_bridge.core.events import Event, Notice, ToolProgress
-from runwield_bridge.core.store import PlanRecord
+from runwield_bridge.core.records import PlanRecord
 
 GIT_IDENTITY = ["-c", "user.name=Test", "-c", "user.email=test@example.com"]
 

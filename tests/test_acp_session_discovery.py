@@ -22,7 +22,7 @@ async def stored_sessions(wld_home: Path, cwd: Path, count: int) -> list[str]:
     """Make ``count`` Sessions in ``cwd`` straight in the store `wld acp` will read (quicker than over the wire)."""
     store = await Store.open(f"sqlite+aiosqlite:///{wld_home / 'wld.db'}")
     try:
-        return [(await store.create_session(cwd=str(cwd), agent="build", model="scripted", reasoning="medium")).id for _ in range(count)]
+        return [(await store.sessions.create_session(cwd=str(cwd), agent="build", model="scripted", reasoning="medium")).id for _ in range(count)]
     finally:
         await store.close()
 

@@ -88,7 +88,7 @@ async def test_a_channel_registered_through_register_channels_is_run_by_wld_brid
     settings = Settings.model_validate({"channels": {"memory": {"sender_context": "always"}}})
     app = await App.start(settings, plugins)
     try:
-        async with BridgeService(settings, plugins, app.store, app.host) as service:
+        async with BridgeService(settings, plugins, app.store.bridge, app.host) as service:
             [channel] = service.channels
             await asyncio.wait_for(channel.changed.wait(), PATIENCE)
             await say(channel, "hi from a plugin channel")
@@ -132,7 +132,7 @@ async def test_a_failing_channel_listener_is_restarted_and_waiting_conversations
     settings = Settings.model_validate({"channels": {"flaky": {}}})
     app = await App.start(settings, plugins)
     try:
-        async with BridgeService(settings, plugins, app.store, app.host) as service:
+        async with BridgeService(settings, plugins, app.store.bridge, app.host) as service:
             [channel] = service.channels
             await asyncio.wait_for(channel.changed.wait(), PATIENCE)
             turn = await channel.inbox.receive_message(IncomingMessage(HERE, ME, "something slow"))

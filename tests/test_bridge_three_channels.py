@@ -39,7 +39,7 @@ async def test_telegram_discord_and_slack_run_at_once_each_bound_to_its_own_sess
             await settled(slack, lambda: [m for m in slack.bot_messages() if m.get("thread_ts") == mention["ts"] and "echo: from slack" in m["text"]], 15)
 
             keys = [f"telegram:{OWNER}", f"discord:{discord.channel_id}:{thread}", f"slack:{slack.channel_id}:{mention['ts']}"]
-            bindings = [await app.store.get_binding(key) for key in keys]
+            bindings = [await app.store.bridge.get_binding(key) for key in keys]
             assert {b.agent for b in bindings} == {"asker"}
             assert len({b.acp_session_id for b in bindings}) == 3, "each conversation has its own session"
             assert len(agent_calls(tmp_path, "initialize")) == 1, "all three on one agent connection"

@@ -52,7 +52,7 @@ async def many_sessions(home: Path, count: int) -> None:
     """``count`` saved Sessions in ``home``'s database (copies of one made through the store)."""
     store = await Store.open(f"sqlite+aiosqlite:///{home / 'wld.db'}")
     try:
-        await store.create_session(cwd=str(home), agent="build", model="scripted", reasoning=None, title="a saved chat")
+        await store.sessions.create_session(cwd=str(home), agent="build", model="scripted", reasoning=None, title="a saved chat")
     finally:
         await store.close()
     with sqlite3.connect(home / "wld.db") as db:

@@ -27,8 +27,8 @@ async def test_a_mention_opens_a_thread_where_the_answer_streams_and_no_mention_
         await world.say(thread, "and more")
         await world.reply_containing(thread, "You said: and more")
         assert world.texts(fake.channel_id) == [], "nothing is said in the channel itself"
-        binding = await world.app.store.get_binding(f"discord:{fake.channel_id}:{thread}")
-        [session] = await world.app.store.list_sessions()
+        binding = await world.app.store.bridge.get_binding(f"discord:{fake.channel_id}:{thread}")
+        [session] = await world.app.store.sessions.list_sessions()
         assert binding.acp_session_id == session.id
 
 
@@ -45,7 +45,7 @@ async def test_a_stranger_never_reaches_the_agent_and_opens_no_thread(tmp_path: 
         await asyncio.sleep(0.2)
         assert len(world.texts(fake.channel_id)) == 1, "at most one notice per hour"
         assert not fake.calls_to("start_thread_with_message")
-        assert await world.app.store.list_sessions() == []
+        assert await world.app.store.sessions.list_sessions() == []
 
 
 async def test_roles_and_channels_let_people_in_and_bots_and_dms_need_switching_on(tmp_path: Path) -> None:
@@ -64,7 +64,7 @@ async def test_roles_and_channels_let_people_in_and_bots_and_dms_need_switching_
             dm = int(fake.dm_channel(fake.user_id)["id"])
             await world.say(dm, "a direct message")
             await asyncio.sleep(0.3)
-            assert world.texts(dm) == [] and len(await world.app.store.list_sessions()) == 2
+            assert world.texts(dm) == [] and len(await world.app.store.sessions.list_sessions()) == 2
         async with discord_world(fake=fake, section={**settings, "allow_bots": True, "allow_dms": True}) as world:
             await world.reply_containing(await world.mention("beep again", user=robot), "You said: beep again")
             await world.say(dm, "a direct message")

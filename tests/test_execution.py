@@ -39,7 +39,7 @@ async def test_a_passing_validation_is_the_reported_outcome_and_publishes_exactl
         "Validation passed: 2 of 2 commands passed (`test -f README.md` passed; `echo checked > validation.log` passed)."
     ]
     assert (await app.plans.get(plan.id)).state == "executing"
-    assert {(link.role) for link in await app.store.plan_sessions(plan.id)} >= {"wrote", "executed"}
+    assert {(link.role) for link in await app.store.plans.plan_sessions(plan.id)} >= {"wrote", "executed"}
 
     publication = await app.executor.publish(record.id, emit=events)
     assert publication.branch == record.branch and publication.summary.startswith("Validation passed")
@@ -48,7 +48,7 @@ async def test_a_passing_validation_is_the_reported_outcome_and_publishes_exactl
     assert "Validation passed: 2 of 2" in git(project, "log", "-1", "--format=%b", publication.commit)
     assert git(worktree, "status", "--short") == "?? validation.log", "validation's own output is not published"
     assert (await app.plans.get(plan.id)).state == "published"
-    stored = await app.store.get_execution(record.id)
+    stored = await app.store.executions.get_execution(record.id)
     assert stored.state == "published" and json.loads(stored.outcome)["publication"]["commit"] == publication.commit
     assert events.notices()[-1].text.startswith(f"Published branch {record.branch} at commit {publication.commit[:12]}")
     with pytest.raises(ExecutionError, match="published"):
@@ -83,7 +83,7 @@ async def test_a_failing_validation_is_the_reported_outcome_whatever_the_agent_c
 
     again = await app.executor.choose(record.id, "continue", work=fix, emit=events)
     assert (again.state, again.round) == ("validation_failed", 2), "the second command still fails"
-    steps = await app.store.execution_steps(record.id)
+    steps = await app.store.executions.execution_steps(record.id)
     assert [(s.round, s.name, s.exit_code) for s in steps if s.name == "validate"] == [(1, "validate", 1), (1, "validate", 3), (2, "validate", 0), (2, "validate", 3)]
     abandoned = await app.executor.choose(record.id, "abandon", emit=events)
     assert abandoned.state == "abandoned" and (await app.plans.get(plan.id)).state == "abandoned"
@@ -101,7 +101,7 @@ async def test_a_command_that_outlives_its_timeout_is_killed_with_its_children_a
     record = await app.executor.start(plan.id, work=no_work, emit=events, session_id=session_id)
     assert record.state == "validation_failed"
     assert "timed out after 3s" in events.notices()[0].text
-    [step] = [s for s in await app.store.execution_steps(record.id) if s.name == "validate"]
+    [step] = [s for s in await app.store.executions.execution_steps(record.id) if s.name == "validate"]
     assert step.exit_code is None and step.output.startswith("started\n")
     child = int(Path(record.worktree, "child.pid").read_text())
     await until(lambda: not running(child), f"the command's child (pid {child}) to be killed")
@@ -151,7 +151,7 @@ async def test_only_an_approved_current_revision_of_a_plan_in_a_git_project_exec
     elsewhere = await approved_plan(app, loose, session_id, title="Loose")
     with pytest.raises(ExecutionError, match="not a git repository"):
         await app.executor.start(elsewhere.id, work=work, emit=events)
-    assert await app.store.list_executions() == [] and events.events == []
+    assert await app.store.executions.list_executions() == [] and events.events == []
     assert not (app.settings.state_dir / "worktrees").exists()
     await app.close()
 

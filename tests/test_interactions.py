@@ -17,6 +17,7 @@ from runwield_bridge.core.models import ModelEvent, ModelInfo, ModelRequest, Tex
 from runwield_bridge.core.sessions import SessionHost
 from runwield_bridge.core.steering import INJECTED, NO_RUNNING_TURN
 from runwield_bridge.core.store import Store
+from runwield_bridge.runtimes.native import NativeRuntime
 
 QUESTION = text("Name?")
 
@@ -97,7 +98,7 @@ async def host(tmp_path: Path) -> AsyncIterator[tuple[SessionHost, Recording]]:
     catalog = ModelCatalog()
     catalog.add(model.info, lambda: model)
     store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}")
-    session_host = SessionHost(store, catalog, [], tmp_path, default_model="recording")
+    session_host = SessionHost(store, catalog, [], tmp_path, default_model="recording", runtime=NativeRuntime(catalog))
     yield session_host, model
     await session_host.shutdown()
     await store.close()

@@ -76,9 +76,9 @@ async def interview_twice(person: Person) -> None:
 
 async def typed_answers(store: Store) -> list[list[tuple[str, str]]]:
     """The answers each ``user_interview`` call returned to the model, with their types."""
-    [session] = await store.list_sessions()
+    [session] = await store.sessions.list_sessions()
     tools = [
-        e for e in await store.transcript(session.id)
+        e for e in await store.sessions.transcript(session.id)
         if e.kind == "tool" and e.payload.get("title") == "user_interview" and e.payload.get("status") == "completed"
     ]
     return [[(a["type"], a["answer"]) for a in json.loads(e.text)["answers"]] for e in tools]

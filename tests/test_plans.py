@@ -13,7 +13,8 @@ from runwield_bridge.cli import main
 from runwield_bridge.config import load_settings
 from runwield_bridge.core.events import Event, ToolProgress
 from runwield_bridge.core.plans import PlanNotFound, project_key, project_root
-from runwield_bridge.core.store import Conflict, PlanRevisionRecord
+from runwield_bridge.core.records import PlanRevisionRecord
+from runwield_bridge.core.store import Conflict
 from runwield_bridge.core.tools import ToolContext, ToolError
 
 
@@ -51,7 +52,7 @@ async def test_a_plan_is_a_markdown_file_per_revision_with_metadata_that_survive
     again = await start(tmp_path)
     [listed] = await again.plans.for_project(project)
     assert (listed.id, listed.current_revision) == (plan.id, 2)
-    assert [r.number for r in await again.store.plan_revisions(plan.id)] == [1, 2]
+    assert [r.number for r in await again.store.plans.plan_revisions(plan.id)] == [1, 2]
     assert [p.id for p in await again.plans.for_session(session.id)] == [plan.id]
     await again.close()
     with sqlite3.connect(wld_home / "wld.db") as db:
@@ -64,7 +65,7 @@ async def test_the_session_link_survives_archive(tmp_path: Path, project: Path) 
     plan = await app.plans.write(cwd=project, title="Plan", body="text", session_id=session.id)
     await app.host.archive(session.id)
     assert [p.id for p in await app.plans.for_session(session.id)] == [plan.id]
-    assert [(link.session_id, link.role) for link in await app.store.plan_sessions(plan.id)] == [(session.id, "wrote")]
+    assert [(link.session_id, link.role) for link in await app.store.plans.plan_sessions(plan.id)] == [(session.id, "wrote")]
     await app.close()
 
 
@@ -74,16 +75,16 @@ async def test_bad_plans_and_stale_revisions_change_nothing(tmp_path: Path, proj
         await app.plans.write(cwd=project, title=" ", body="text")
     with pytest.raises(ValueError, match="text"):
         await app.plans.write(cwd=project, title="T", body="\n")
-    assert await app.store.list_plans() == []
+    assert await app.store.plans.list_plans() == []
     with pytest.raises(PlanNotFound):
         await app.plans.revise("plan_missing", "text")
     plan = await app.plans.write(cwd=project, title="T", body="one")
     await app.plans.revise(plan.id, "two")
     stale = PlanRevisionRecord(plan_id=plan.id, number=2, title="T", path="elsewhere")
     with pytest.raises(Conflict):
-        await app.store.add_plan_revision(stale)
+        await app.store.plans.add_plan_revision(stale)
     assert (await app.plans.get(plan.id)).current_revision == 2
-    assert [r.path for r in await app.store.plan_revisions(plan.id)].count("elsewhere") == 0
+    assert [r.path for r in await app.store.plans.plan_revisions(plan.id)].count("elsewhere") == 0
     await app.close()
 
 
@@ -140,7 +141,7 @@ def test_wld_plans_lists_plans_with_their_state(tmp_path: Path, project: Path, c
         session = await app.host.create(str(project))
         draft = await app.plans.write(cwd=project, title="Add a README", body="1. Write it", session_id=session.id)
         other = await app.plans.write(cwd=tmp_path, title="Elsewhere", body="text")
-        await app.store.update_plan(other.id, state="approved", approved_revision=1)
+        await app.store.plans.update_plan(other.id, state="approved", approved_revision=1)
         await app.close()
         return draft.id, other.id
 

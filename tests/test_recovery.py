@@ -68,7 +68,7 @@ async def test_a_killed_execution_is_reopened_with_its_work_preserved_and_nothin
                 os.killpg(int(pid), signal.SIGKILL)  # the orphaned validation command and its group
 
     app = await start_app(config)  # a fresh host, as after a restart
-    [stopped] = await app.store.list_executions(plan_id=plan.id)
+    [stopped] = await app.store.executions.list_executions(plan_id=plan.id)
     worktree = Path(stopped.worktree)
     gitdir = worktree_gitdir(worktree)
     (gitdir / "index.lock").write_text("")  # as a git process killed mid-write would leave it

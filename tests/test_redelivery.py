@@ -51,15 +51,15 @@ async def test_telegram_updates_redelivered_after_a_restart_are_not_answered_or_
 async def test_an_update_claimed_by_a_run_that_crashed_before_finishing_is_not_rerun_and_the_chat_is_told(tmp_path: Path) -> None:
     async with bridge_world("webhook", tmp_path=tmp_path) as world:
         store = world.app.store
-        assert await store.claim_update("telegram", "9001", "a run that crashed") is None
+        assert await store.bridge.claim_update("telegram", "9001", "a run that crashed") is None
         update = {"update_id": 9001, "message": world.fake.build_message(OWNER, OWNER, "lost in the crash")}
         assert (await world.post(update)).status == 200
         told = await world.reply_containing(OWNER, "restarted")
         assert told["text"] == INTERRUPTED and "send it again" in told["text"]
         assert (await world.post(update)).status == 200
         await world.exchange(OWNER, OWNER, "sent again", "You said: sent again")
-        [session] = await store.list_sessions()
-        assert [e.text for e in await store.transcript(session.id) if e.kind == "user"] == ["sent again"], "the claimed update was not re-run"
+        [session] = await store.sessions.list_sessions()
+        assert [e.text for e in await store.sessions.transcript(session.id) if e.kind == "user"] == ["sent again"], "the claimed update was not re-run"
         assert world.texts(OWNER) == [INTERRUPTED, "You said: sent again"], "told once, even when delivered again"
 
 
@@ -75,8 +75,8 @@ async def test_a_slack_event_retried_to_the_restarted_bridge_is_handled_once(tmp
             assert (await http_post(world.events_url, data=body.encode(), headers=retry)).status == 200
             await world.say(thread, "and then")
             await world.reply_containing(thread, "You said: and then", final=True)
-            [session] = await world.app.store.list_sessions()
-            assert [e.text for e in await world.app.store.transcript(session.id) if e.kind == "user"] == ["hello", "and then"]
+            [session] = await world.app.store.sessions.list_sessions()
+            assert [e.text for e in await world.app.store.sessions.transcript(session.id) if e.kind == "user"] == ["hello", "and then"]
             assert world.texts(thread) == ["You said: hello", "You said: and then"]
 
 
@@ -90,24 +90,24 @@ async def test_a_discord_message_replayed_after_a_gateway_resume_is_handled_once
         await world.say(thread, "and then")
         await world.reply_containing(thread, "You said: and then", final=True)
         assert len(fake.calls_to("start_thread_with_message")) == 1, "no second thread"
-        [session] = await world.app.store.list_sessions()
-        assert [e.text for e in await world.app.store.transcript(session.id) if e.kind == "user"] == ["hello", "and then"]
+        [session] = await world.app.store.sessions.list_sessions()
+        assert [e.text for e in await world.app.store.sessions.transcript(session.id) if e.kind == "user"] == ["hello", "and then"]
         assert world.texts(thread) == ["You said: hello", "You said: and then"]
 
 
 async def test_claims_are_per_channel_survive_a_restart_and_are_pruned_after_days(tmp_path: Path) -> None:
     store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}")
     try:
-        first_run = Deliveries(store)
+        first_run = Deliveries(store.bridge)
         assert await first_run.claim("telegram", "1") is Delivery.FIRST
         assert await first_run.claim("telegram", "1") is Delivery.REPEAT, "being handled: a redelivery is dropped"
         assert await first_run.claim("slack", "1") is Delivery.FIRST, "ids are per channel"
-        assert await Deliveries(store).claim("telegram", "1") is Delivery.INTERRUPTED, "claimed, never finished, by a run now gone"
+        assert await Deliveries(store.bridge).claim("telegram", "1") is Delivery.INTERRUPTED, "claimed, never finished, by a run now gone"
         await first_run.finish("telegram", "1")
-        assert await Deliveries(store).claim("telegram", "1") is Delivery.REPEAT
+        assert await Deliveries(store.bridge).claim("telegram", "1") is Delivery.REPEAT
         async with store.engine.begin() as db:
             await db.execute(text("UPDATE seen_updates SET claimed_at = claimed_at - :age"), {"age": KEEP_SECONDS + 60})
-        assert await Deliveries(store).claim("telegram", "1") is Delivery.FIRST, "a new run prunes claims older than KEEP_SECONDS"
+        assert await Deliveries(store.bridge).claim("telegram", "1") is Delivery.FIRST, "a new run prunes claims older than KEEP_SECONDS"
     finally:
         await store.close()
 

@@ -17,7 +17,7 @@ import runwield_bridge
 from runwield_bridge.app import App
 from runwield_bridge.config import WebConfig, load_settings
 from runwield_bridge.core.reviews import Feedback, LineComment, ReviewHub, static_link_base
-from runwield_bridge.core.store import PlanRecord
+from runwield_bridge.core.records import PlanRecord
 from runwield_bridge.web.plan_blocks import block_html, inline, parse_blocks
 from runwield_bridge.web.review import TEMPLATES, add_review_routes
 from runwield_bridge.web.server import WebServer
@@ -65,7 +65,7 @@ class Setup:
     async def states(self) -> tuple[str, list[str]]:
         """The Plan's state and its reviews' states, newest first."""
         plan = await self.app.plans.get(self.plan.id)
-        return plan.state, [r.state for r in await self.app.store.reviews_for_plan(self.plan.id)]
+        return plan.state, [r.state for r in await self.app.store.reviews.reviews_for_plan(self.plan.id)]
 
 
 @pytest.fixture
@@ -238,7 +238,7 @@ async def test_the_token_is_unguessable_stored_hashed_and_the_live_link_is_reuse
     link = await setup.hub.start(setup.plan.id, setup.session_id)
     token = link.url.rsplit("/", 1)[1]
     assert len(token) >= 43 and re.fullmatch(r"[A-Za-z0-9_-]+", token)
-    [review] = await setup.app.store.reviews_for_plan(setup.plan.id)
+    [review] = await setup.app.store.reviews.reviews_for_plan(setup.plan.id)
     assert token not in review.token_hash and len(review.token_hash) == 64
     assert await setup.hub.live_link(setup.plan.id) == link
     setup.clock.now += 3601

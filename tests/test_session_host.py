@@ -176,10 +176,10 @@ async def test_archive_is_reversible_and_keeps_the_transcript(tmp_path: Path) ->
     record = await app.host.create(str(tmp_path))
     await app.host.prompt(record.id, "keep me", Recorder())
     await app.host.archive(record.id)
-    assert [r.id for r in await app.store.list_sessions()] == []
+    assert [r.id for r in await app.store.sessions.list_sessions()] == []
     assert [type(e) for e in await app.host.history(record.id)] == [UserMessage, Thought, MessageChunk]
     await app.host.archive(record.id, archived=False)
-    assert [r.id for r in await app.store.list_sessions()] == [record.id]
+    assert [r.id for r in await app.store.sessions.list_sessions()] == [record.id]
     await app.close()
 
 

@@ -38,10 +38,10 @@ async def test_a_mention_starts_a_thread_where_the_answer_streams_and_no_mention
         await world.say(thread, "and more")
         await world.reply_containing(thread, "You said: and more")
         assert world.texts(None) == [], "nothing is said in the channel itself"
-        binding = await world.app.store.get_binding(f"slack:{fake.channel_id}:{thread}")
-        [session] = await world.app.store.list_sessions()
+        binding = await world.app.store.bridge.get_binding(f"slack:{fake.channel_id}:{thread}")
+        [session] = await world.app.store.sessions.list_sessions()
         assert binding.acp_session_id == session.id
-        prompts = [e.text for e in await world.app.store.transcript(session.id) if e.kind == "user"]
+        prompts = [e.text for e in await world.app.store.sessions.transcript(session.id) if e.kind == "user"]
         assert prompts == ["hello bridge", "and more"], "the duplicate delivery was handled once"
 
 
@@ -54,7 +54,7 @@ async def test_a_bad_signature_gets_401_and_reaches_nothing(tmp_path: Path) -> N
         click = fake.block_actions_payload("wld:00000000:0", value="wld:00000000:0")
         assert (await fake.post_interactive(world.events_url, click, bad_signature=True)).status == 401
         await asyncio.sleep(0.2)
-        assert fake.calls[mark:] == [] and await world.app.store.list_sessions() == []
+        assert fake.calls[mark:] == [] and await world.app.store.sessions.list_sessions() == []
 
 
 def signed(fake: SlackFake, body: bytes, content_type: str = "application/json", timestamp: str | None = None) -> dict[str, str]:
@@ -116,7 +116,7 @@ async def test_malformed_requests_get_4xx_without_a_traceback_and_reach_nothing(
 
         thread = await world.mention("marker")
         await world.reply_containing(thread, "You said: marker", final=True)
-        [session] = await world.app.store.list_sessions()
+        [session] = await world.app.store.sessions.list_sessions()
         assert session.title == "marker" and len(fake.bot_messages()) == 1, "nothing else reached an agent or a chat"
         assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR], "no traceback in the log"
 
@@ -154,7 +154,7 @@ async def test_a_stranger_never_reaches_the_agent(tmp_path: Path) -> None:
         await world.say(thread, "please?", user=stranger)
         await asyncio.sleep(0.2)
         assert len(world.texts(thread)) == 1, "at most one notice per hour"
-        assert await world.app.store.list_sessions() == []
+        assert await world.app.store.sessions.list_sessions() == []
 
 
 async def test_a_question_becomes_block_kit_buttons_and_only_an_allowed_click_answers(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ async def test_a_stranger_never_reaches_the_agent_and_is_told_their_id_once(mode
         await world.send(STRANGER, STRANGER, "please?")
         await world.exchange(OWNER, OWNER, "marker", "You said: marker")
         assert len(world.texts(STRANGER)) == 1, "at most one notice per hour"
-        sessions = await world.app.store.list_sessions()
+        sessions = await world.app.store.sessions.list_sessions()
         assert len(sessions) == 1 and sessions[0].title == "marker", "the stranger's messages reached no agent"
 
 
@@ -58,13 +58,13 @@ async def test_the_webhook_checks_its_secret_and_handles_a_redelivery_once(tmp_p
         assert (await world.post(update, secret="wrong")).status == 403
         assert (await world.post(update, secret=None)).status == 403
         assert await raw_post(world.fake.webhook["url"], header_lines=f"{SECRET_HEADER}: \xff\r\n".encode("latin-1")) == 403
-        assert await world.app.store.list_sessions() == [], "a rejected delivery reaches nothing"
+        assert await world.app.store.sessions.list_sessions() == [], "a rejected delivery reaches nothing"
         assert (await world.post(update)).status == 200
         assert (await world.post(update)).status == 200
         await world.reply_containing(OWNER, "You said: only once")
-        [session] = await world.app.store.list_sessions()
+        [session] = await world.app.store.sessions.list_sessions()
         await asyncio.sleep(0.2)
-        prompts = [e for e in await world.app.store.transcript(session.id) if e.kind == "user"]
+        prompts = [e for e in await world.app.store.sessions.transcript(session.id) if e.kind == "user"]
         assert len(prompts) == 1
         assert len(world.texts(OWNER)) == 1
 
@@ -98,7 +98,7 @@ async def test_a_webhook_body_that_is_not_an_update_gets_400_without_a_traceback
             result = await http_post(url, data=data, headers={"Content-Type": "application/json", SECRET_HEADER: SECRET})
             assert result.status == 400, f"{name}: {result.status} {result.text}"
         await world.exchange(OWNER, OWNER, "marker", "You said: marker")
-        [session] = await world.app.store.list_sessions()
+        [session] = await world.app.store.sessions.list_sessions()
         assert session.title == "marker" and world.texts(OWNER) == ["You said: marker"], "nothing else reached an agent or a chat"
         assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR], "no traceback in the log"
 
@@ -209,7 +209,7 @@ async def test_a_session_resumed_in_another_chat_still_asks_the_chat_whose_turn_
     async with bridge_world(tmp_path=tmp_path, **with_asker(tmp_path, allowed_chats=[group])) as world:
         world.fake.add_chat(group, "supergroup", title="B")
         await world.exchange(OWNER, OWNER, "hello", "echo: hello")
-        session = (await world.app.store.get_binding(f"telegram:{OWNER}")).acp_session_id
+        session = (await world.app.store.bridge.get_binding(f"telegram:{OWNER}")).acp_session_id
         await world.send(OWNER, OWNER, "permission please")
         question, buttons = await world.keyboard(OWNER, "Permission needed")
         await world.exchange(group, STRANGER, f"/resume {session}", "busy with a turn in another conversation")
@@ -239,14 +239,14 @@ async def test_a_bridge_restart_continues_the_same_session_with_its_history(tmp_
     async with TelegramFake() as fake:
         async with bridge_world(tmp_path=tmp_path, fake=fake) as world:
             await world.exchange(OWNER, OWNER, "remember this", "You said: remember this")
-            binding = await world.app.store.get_binding(f"telegram:{OWNER}")
+            binding = await world.app.store.bridge.get_binding(f"telegram:{OWNER}")
         async with bridge_world(tmp_path=tmp_path, fake=fake) as world:
             await world.exchange(OWNER, OWNER, "and this", "You said: and this")
-            again = await world.app.store.get_binding(f"telegram:{OWNER}")
+            again = await world.app.store.bridge.get_binding(f"telegram:{OWNER}")
             assert again.acp_session_id == binding.acp_session_id
-            transcript = await world.app.store.transcript(binding.acp_session_id)
+            transcript = await world.app.store.sessions.transcript(binding.acp_session_id)
             assert [e.text for e in transcript if e.kind == "user"] == ["remember this", "and this"]
-            assert len(await world.app.store.list_sessions()) == 1, "no new session was started"
+            assert len(await world.app.store.sessions.list_sessions()) == 1, "no new session was started"
 
 
 async def test_a_dead_agent_is_restarted_and_the_conversation_told_what_was_lost(tmp_path: Path) -> None:
@@ -264,10 +264,10 @@ async def test_an_unknown_session_is_told_plainly_and_nothing_new_is_started(tmp
     async with bridge_world(tmp_path=tmp_path) as world:
         await world.exchange(OWNER, OWNER, "/status", "none yet")
         await world.exchange(OWNER, OWNER, "first", "You said: first")
-        binding = await world.app.store.get_binding(f"telegram:{OWNER}")
+        binding = await world.app.store.bridge.get_binding(f"telegram:{OWNER}")
         told = await world.exchange(OWNER, OWNER, "/resume ses_nobody", "could not reopen session ses_nobody")
         assert "no new session was started" in told["text"]
-        assert (await world.app.store.get_binding(f"telegram:{OWNER}")).acp_session_id == binding.acp_session_id
+        assert (await world.app.store.bridge.get_binding(f"telegram:{OWNER}")).acp_session_id == binding.acp_session_id
         status = await world.exchange(OWNER, OWNER, "/status", f"Session: {binding.acp_session_id}")
         assert "Agent: runwield (connected)" in status["text"] and "Model: Scripted\n" in status["text"]
 
@@ -294,7 +294,7 @@ async def test_a_tool_named_only_in_its_permission_request_keeps_that_title_and_
 async def test_new_and_resume_move_a_conversation_between_sessions_and_agents(tmp_path: Path) -> None:
     async with bridge_world(tmp_path=tmp_path, agents={"asker": asking_agent(tmp_path)}) as world:
         await world.exchange(OWNER, OWNER, "on the host", "You said: on the host")
-        first = (await world.app.store.get_binding(f"telegram:{OWNER}")).acp_session_id
+        first = (await world.app.store.bridge.get_binding(f"telegram:{OWNER}")).acp_session_id
         await world.exchange(OWNER, OWNER, "/new nosuch", "There is no agent named 'nosuch'")
         await world.exchange(OWNER, OWNER, "/new asker", "on asker")
         await world.exchange(OWNER, OWNER, "hi asker", "echo: hi asker")
@@ -323,7 +323,7 @@ async def test_group_prompts_carry_sender_context_and_forum_topics_are_threads(t
         assert context["is_bot"] is False and context["timestamp"].endswith("Z")
         await world.send(group, OWNER, "/status", message_thread_id=78)
         await world.reply_containing(group, "none yet")
-        binding = await world.app.store.get_binding(f"telegram:{group}:77")
+        binding = await world.app.store.bridge.get_binding(f"telegram:{group}:77")
         assert binding is not None and binding.agent == "asker"
 
 

@@ -39,10 +39,10 @@ async def test_a_bridge_restart_continues_the_same_session(platform: str, tmp_pa
         async with world_on(fake=fake) as world:
             thread = await world.mention("remember this")
             await world.reply_containing(thread, "You said: remember this", final=True)
-            binding = await world.app.store.get_binding(world.key(thread))
+            binding = await world.app.store.bridge.get_binding(world.key(thread))
         async with world_on(fake=fake) as world:
             await world.say(thread, "and this")
             await world.reply_containing(thread, "You said: and this")
-            transcript = await world.app.store.transcript(binding.acp_session_id)
+            transcript = await world.app.store.sessions.transcript(binding.acp_session_id)
             assert [e.text for e in transcript if e.kind == "user"] == ["remember this", "and this"]
-            assert len(await world.app.store.list_sessions()) == 1, "no new session was started"
+            assert len(await world.app.store.sessions.list_sessions()) == 1, "no new session was started"

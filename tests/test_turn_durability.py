@@ -21,6 +21,7 @@ from runwield_bridge.core.events import Event, MessageChunk, Notice, ToolProgres
 from runwield_bridge.core.models import ModelEvent, ModelInfo, ModelRequest, TextDelta
 from runwield_bridge.core.sessions import SessionHost
 from runwield_bridge.core.store import Store
+from runwield_bridge.runtimes.native import NativeRuntime
 from runwield_bridge.core.transcript import INTERRUPTED, TurnJournal
 
 SEED = 7
@@ -163,7 +164,7 @@ async def test_a_reply_is_saved_while_it_streams_and_the_model_later_sees_it_who
     catalog = ModelCatalog()
     catalog.add(model.info, lambda: model)
     store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}")
-    host = SessionHost(store, catalog, [], tmp_path, default_model="gated")
+    host = SessionHost(store, catalog, [], tmp_path, default_model="gated", runtime=NativeRuntime(catalog))
     record = await host.create(str(tmp_path))
 
     async def ignore(event: Event) -> None:
@@ -172,7 +173,7 @@ async def test_a_reply_is_saved_while_it_streams_and_the_model_later_sees_it_who
     turn = asyncio.create_task(host.prompt(record.id, "go", ignore))
 
     async def saved() -> list[str]:
-        return [e.text for e in await store.transcript(record.id) if e.kind == "agent"]
+        return [e.text for e in await store.sessions.transcript(record.id) if e.kind == "agent"]
 
     deadline = time.monotonic() + 30
     while await saved() != ["first words"]:  # written while the turn still runs, within about half a second
@@ -208,9 +209,9 @@ async def test_a_turn_whose_process_ended_is_marked_interrupted_once_by_the_next
     catalog = ModelCatalog()
     catalog.add(model.info, lambda: model)
     store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}")
-    host = SessionHost(store, catalog, [], tmp_path, default_model="gated")
+    host = SessionHost(store, catalog, [], tmp_path, default_model="gated", runtime=NativeRuntime(catalog))
     record = await host.create(str(tmp_path))
-    ended = TurnJournal(store, record.id)  # what a killed process left behind
+    ended = TurnJournal(store.sessions, record.id)  # what a killed process left behind
     await ended.begin([("user", "list files", {})])
     await ended.record(ToolProgress("call-1", "list_files .", "search", "pending", started=True))
     await ended.flush()

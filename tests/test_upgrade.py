@@ -31,17 +31,17 @@ def said(client: WireClient, kind: str) -> str:
 async def test_the_store_opens_a_0_1_0_database_with_every_session_transcript_binding_plan_and_review(old_home: Path) -> None:
     store = await Store.open(f"sqlite+aiosqlite:///{old_home / 'wld.db'}")
     try:
-        session = await store.get_session(SESSION)
+        session = await store.sessions.get_session(SESSION)
         assert session is not None and session.title == "hello there"
-        transcript = "".join(entry.text for entry in await store.transcript(SESSION))
+        transcript = "".join(entry.text for entry in await store.sessions.transcript(SESSION))
         assert "You said: hello there" in transcript and "Saved Plan plan_7ccdc1385490416c revision 1" in transcript
-        binding = await store.get_binding("telegram:123456789")
+        binding = await store.bridge.get_binding("telegram:123456789")
         assert binding is not None and binding.acp_session_id == SESSION and binding.agent == "runwield"
-        plan = await store.get_plan(PLAN)
+        plan = await store.plans.get_plan(PLAN)
         assert plan is not None and plan.title == "A greeting file"
-        assert [r.number for r in await store.plan_revisions(PLAN)] == [1]
-        assert [r.plan_id for r in await store.reviews_for_plan(PLAN)] == [PLAN]
-        assert await store.claim_update("telegram", "1", "this run") is None, "tables added since 0.1.0 work too"
+        assert [r.number for r in await store.plans.plan_revisions(PLAN)] == [1]
+        assert [r.plan_id for r in await store.reviews.reviews_for_plan(PLAN)] == [PLAN]
+        assert await store.bridge.claim_update("telegram", "1", "this run") is None, "tables added since 0.1.0 work too"
     finally:
         await store.close()
 

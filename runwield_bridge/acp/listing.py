@@ -12,18 +12,19 @@ from typing import Any
 from acp import RequestError
 from acp.schema import ListSessionsRequest
 
-from ..core.store import SessionRecord, Store
+from ..core.records import SessionRecord
+from ..core.store.sessions import SessionRepository
 
 PAGE_SIZE = 50
 INCLUDE_ARCHIVED = "includeArchived"  # ``_meta.runwield.includeArchived``: the standard has no archive
 
 
-async def list_sessions(store: Store, request: ListSessionsRequest) -> dict[str, Any]:
+async def list_sessions(sessions: SessionRepository, request: ListSessionsRequest) -> dict[str, Any]:
     """One page of Sessions, most recently updated first; ``nextCursor`` while more follow."""
     if request.cwd is not None and not os.path.isabs(request.cwd):
         raise RequestError.invalid_params({"cwd": request.cwd, "details": "cwd must be an absolute path"})
     after = None if request.cursor is None else _decode(request.cursor)
-    records = await store.list_sessions(
+    records = await sessions.list_sessions(
         include_archived=_include_archived(request.field_meta), cwd=request.cwd, after=after, limit=PAGE_SIZE + 1
     )
     page = records[:PAGE_SIZE]

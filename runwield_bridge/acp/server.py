@@ -163,7 +163,7 @@ class AcpAgentServer:
         return await self._reopen(request.session_id, request.cwd, replay=False)
 
     async def list_sessions(self, request: ListSessionsRequest) -> dict[str, Any]:
-        return await list_sessions(self.host.store, request)
+        return await list_sessions(self.host.store.sessions, request)
 
     async def _reopen(self, session_id: str, cwd: str, *, replay: bool) -> dict[str, Any]:
         """Open a stored Session for this client (replaying its history first if asked) and attend to it."""

@@ -22,7 +22,7 @@ from ..core.events import (
     Usage,
     UserMessage,
 )
-from ..core.store import SessionRecord
+from ..core.records import SessionRecord
 from .extensions import ALIASES, NOTICE, PLAN_LINK, PlanLinkMeta, meta, turn_settled_update
 from .menus import render_menu
 

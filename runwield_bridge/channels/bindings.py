@@ -15,7 +15,7 @@ class BindingRecord(Protocol):
 
 
 class BindingStore(Protocol):
-    """Persistence for conversation -> (agent, session); ``runwield_bridge.core.store.Store`` is one."""
+    """Persistence for conversation -> (agent, session); ``Store.bridge`` (``runwield_bridge.core.store``) is one."""
 
     async def get_binding(self, conversation: str) -> BindingRecord | None: ...
 

@@ -31,7 +31,7 @@ class ClaimRecord(Protocol):
 
 
 class UpdateLog(Protocol):
-    """Durable claims of platform updates; ``runwield_bridge.core.store.Store`` is one."""
+    """Durable claims of platform updates; ``Store.bridge`` (``runwield_bridge.core.store``) is one."""
 
     async def claim_update(self, channel: str, update_id: str, owner: str) -> ClaimRecord | None: ...
 

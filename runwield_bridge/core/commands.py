@@ -23,7 +23,7 @@ from typing import Any
 from .events import Event, PlanLink
 from .interactions import Outcome, Question
 from .models import ModelInfo
-from .store import SessionRecord
+from .records import SessionRecord
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,8 @@ from .events import Event, Notice, ToolProgress
 from .git import GitError, git, identity_env, remove_stale_locks, snapshot_tree
 from .locks import WriterLock
 from .plans import PlanBook
-from .store import ExecutionRecord, ExecutionStep, Store
+from .records import ExecutionRecord, ExecutionStep
+from .store import Store
 from .validation import CommandResult, ValidationReport, run_command, tail
 
 ExecutionState = Literal[
@@ -130,7 +131,7 @@ class Executor:
                 base = await git(Path(plan.project_dir), "rev-parse", "--verify", "HEAD")
             except GitError:
                 raise ExecutionError(f"{plan.project_dir} is not a git repository with a commit to branch from") from None
-            number = len(await self.store.list_executions(plan_id=plan.id)) + 1
+            number = len(await self.store.executions.list_executions(plan_id=plan.id)) + 1
             while await self._name_taken(plan.project_dir, plan.project, f"{plan.slug}-{number}"):
                 number += 1
             name = f"{plan.slug}-{number}"
@@ -140,39 +141,39 @@ class Executor:
                 base_commit=base, commands=json.dumps(self.commands),
                 outcome=json.dumps({} if work else {"mode": PAIR}),
             )
-            await self.store.add_execution(record)
+            await self.store.executions.add_execution(record)
             if work is not None:
                 return await self._run_round(record, work, emit)
             try:
                 await self._step(record, "worktree", record.branch, emit, lambda: self._add_worktree(record))
             except StepFailed as failed:
                 return await self._stopped(record, failed, emit)
-            return await self.store.update_execution(record.id, state="pairing")
+            return await self.store.executions.update_execution(record.id, state="pairing")
 
     async def increment(self, execution_id: str, *, work: IncrementWork, emit: Emit) -> tuple[ExecutionRecord, int]:
         """One Pair Execution increment: the Agent's work, recorded write-ahead; the execution then waits for the
         user again. Returns the execution and the increment's number."""
         with self._locked((await self._get(execution_id)).plan_id):
             record = await self._pairing(execution_id)
-            steps = await self.store.execution_steps(record.id)
+            steps = await self.store.executions.execution_steps(record.id)
             if any(s.name == "snapshot" and s.round == record.round for s in steps):  # validated before: a new round
-                record = await self.store.update_execution(record.id, round=record.round + 1)
+                record = await self.store.executions.update_execution(record.id, round=record.round + 1)
             number = 1 + sum(s.name == "agent" for s in steps)
-            record = await self.store.update_execution(record.id, state="running")
+            record = await self.store.executions.update_execution(record.id, state="running")
             try:
                 await self._step(record, "agent", f"increment {number}", None, lambda: _no_output(work(Path(record.worktree), number)))
             except StepFailed as failed:
                 return await self._stopped(record, failed, emit), number
             except asyncio.CancelledError:
-                await self.store.interrupt_execution(record.id, "cancelled", outcome=_outcome(record, reason="cancelled"))
+                await self.store.executions.interrupt_execution(record.id, "cancelled", outcome=_outcome(record, reason="cancelled"))
                 raise
-            return await self.store.update_execution(record.id, state="pairing"), number
+            return await self.store.executions.update_execution(record.id, state="pairing"), number
 
     async def finish(self, execution_id: str, *, emit: Emit) -> ExecutionRecord:
         """The user accepted a Pair Execution's work: validate it (the validation result is the outcome)."""
         with self._locked((await self._get(execution_id)).plan_id):
             record = await self._pairing(execution_id)
-            record = await self.store.update_execution(record.id, state="running")
+            record = await self.store.executions.update_execution(record.id, state="running")
             return await self._run_round(record, None, emit)
 
     async def changes(self, record: ExecutionRecord) -> str:
@@ -197,15 +198,15 @@ class Executor:
                     raise ExecutionError("continuing needs the Agent's work to run")
                 return await self._continue(record, work, emit)
             if choice == "reopen":
-                record = await self.store.update_execution(
+                record = await self.store.executions.update_execution(
                     record.id, {"state": "draft", "approved_revision": None}, state="reopened"
                 )
                 await emit(Notice(f"The Plan is open for review again; the worktree {record.worktree} is kept."))
             elif choice == "hold":
-                record = await self.store.update_execution(record.id, {"state": "held"}, state="held")
+                record = await self.store.executions.update_execution(record.id, {"state": "held"}, state="held")
                 await emit(Notice(f"The execution is on hold; nothing runs until you choose. The worktree {record.worktree} is kept."))
             elif choice == "abandon":
-                record = await self.store.update_execution(record.id, {"state": "abandoned"}, state="abandoned")
+                record = await self.store.executions.update_execution(record.id, {"state": "abandoned"}, state="abandoned")
                 await emit(Notice(f"The execution is abandoned. Nothing was deleted: branch {record.branch}, worktree {record.worktree}."))
             else:
                 raise ExecutionError(f"unknown choice {choice!r}; choose one of {', '.join(RECOVERY_CHOICES)}")
@@ -221,9 +222,9 @@ class Executor:
 
     async def recover(self, session_id: str | None = None) -> list[Interruption]:
         """Executions that stopped part-way (of the Session's Plans, if given): a dead process's state and git locks are repaired."""
-        records = await self.store.list_executions(states=("running", "interrupted", "held"))
+        records = await self.store.executions.list_executions(states=("running", "interrupted", "held"))
         if session_id is not None:
-            mine = {plan.id for plan in await self.store.plans_for_session(session_id)}
+            mine = {plan.id for plan in await self.store.plans.plans_for_session(session_id)}
             records = [r for r in records if r.plan_id in mine]
         found = []
         for record in records:
@@ -239,15 +240,15 @@ class Executor:
     async def _interruption(self, record: ExecutionRecord) -> Interruption:
         repaired = []
         if record.state == "running":
-            record = await self.store.interrupt_execution(record.id, "the process running this step stopped")
+            record = await self.store.executions.interrupt_execution(record.id, "the process running this step stopped")
             repaired.append("the execution and its Plan are marked interrupted (the process running them had stopped)")
         repaired.extend(remove_stale_locks(Path(record.worktree)))
-        steps = await self.store.execution_steps(record.id)
+        steps = await self.store.executions.execution_steps(record.id)
         plan = await self.plans.get(record.plan_id)
         return Interruption(record, plan.title, _finished(steps), _uncertain(steps), await self.changes(record), tuple(repaired))
 
     async def _continue(self, record: ExecutionRecord, work: Work, emit: Emit) -> ExecutionRecord:
-        steps = await self.store.execution_steps(record.id)
+        steps = await self.store.executions.execution_steps(record.id)
         uncertain = _uncertain(steps)
         if uncertain and uncertain[-1].name == "publish":
             await self._publish(record, emit)
@@ -255,18 +256,18 @@ class Executor:
         if is_pair(record):
             if not any(s.name in ("snapshot", "validate") for s in uncertain):
                 await emit(Notice("The Pair Execution goes on: your next message is the Agent's next increment."))
-                return await self.store.update_execution(record.id, {"state": "executing"}, state="pairing")
-            record = await self.store.update_execution(record.id, {"state": "executing"}, state="running")
+                return await self.store.executions.update_execution(record.id, {"state": "executing"}, state="pairing")
+            record = await self.store.executions.update_execution(record.id, {"state": "executing"}, state="running")
             return await self._run_round(record, None, emit)  # the interrupted validation, again
         if _round_complete(record, steps):
-            record = await self.store.update_execution(record.id, round=record.round + 1)
-        record = await self.store.update_execution(record.id, {"state": "executing"}, state="running")
+            record = await self.store.executions.update_execution(record.id, round=record.round + 1)
+        record = await self.store.executions.update_execution(record.id, {"state": "executing"}, state="running")
         return await self._run_round(record, work, emit)
 
     async def _run_round(self, record: ExecutionRecord, work: Work | None, emit: Emit) -> ExecutionRecord:
         """Run what is left of the current round: worktree (once), the Agent's work (unless a Pair Execution's
         increments did it), snapshot, each validation command."""
-        steps = await self.store.execution_steps(record.id)
+        steps = await self.store.executions.execution_steps(record.id)
         done = {(s.name, s.detail): s for s in steps if s.state == FINISHED_STEP and s.round == record.round}
         worktree = Path(record.worktree)
         try:
@@ -286,23 +287,23 @@ class Executor:
         except StepFailed as failed:
             return await self._stopped(record, failed, emit)
         except asyncio.CancelledError:
-            await self.store.interrupt_execution(record.id, "cancelled", outcome=_outcome(record, reason="cancelled"))
+            await self.store.executions.interrupt_execution(record.id, "cancelled", outcome=_outcome(record, reason="cancelled"))
             raise
         report = ValidationReport(tuple(results))
         state = {"passed": "validated", "failed": "validation_failed", "unvalidated": "unvalidated"}[report.state]
         outcome = _outcome(record, validation=report.summary(), state=report.state, tree=snapshot.output)
-        record = await self.store.update_execution(record.id, {"state": "executing"}, state=state, outcome=outcome)
+        record = await self.store.executions.update_execution(record.id, {"state": "executing"}, state=state, outcome=outcome)
         await emit(Notice(report.summary(), {"passed": "success", "failed": "error", "unvalidated": "warning"}[report.state]))
         return record
 
     async def _stopped(self, record: ExecutionRecord, failed: StepFailed, emit: Emit) -> ExecutionRecord:
-        record = await self.store.interrupt_execution(record.id, str(failed), outcome=_outcome(record, reason=str(failed)))
+        record = await self.store.executions.interrupt_execution(record.id, str(failed), outcome=_outcome(record, reason=str(failed)))
         await emit(Notice(f"The execution stopped: {failed} Choose: continue, reopen for review, hold, or abandon.", "error"))
         return record
 
     async def _step(self, record: ExecutionRecord, name: str, detail: str, emit: Emit | None, action: StepAction) -> ExecutionStep:
         """Run one step write-ahead: recorded as started (committed) before it runs, and as done or error after."""
-        step = await self.store.begin_step(ExecutionStep(execution_id=record.id, round=record.round, name=name, detail=detail))
+        step = await self.store.executions.begin_step(ExecutionStep(execution_id=record.id, round=record.round, name=name, detail=detail))
         call_id, title = f"{record.id}-{step.id}", step_label(step)[:1].upper() + step_label(step)[1:]
         if emit:
             raw_input = {"step": name, "detail": detail, "cwd": record.worktree}
@@ -310,14 +311,14 @@ class Executor:
         try:
             result = await action()
         except asyncio.CancelledError:
-            await self.store.end_step(step.id, "interrupted", "cancelled")
+            await self.store.executions.end_step(step.id, "interrupted", "cancelled")
             raise
         except Exception as exc:
-            await self.store.end_step(step.id, "error", f"{type(exc).__name__}: {exc}")
+            await self.store.executions.end_step(step.id, "error", f"{type(exc).__name__}: {exc}")
             if emit:
                 await emit(ToolProgress(call_id, title, "execute", "failed", output=str(exc)))
             raise StepFailed(f"{step_label(step)} failed: {exc}") from exc
-        step = await self.store.end_step(step.id, FINISHED_STEP, result.output, result.exit_code)
+        step = await self.store.executions.end_step(step.id, FINISHED_STEP, result.output, result.exit_code)
         if emit:
             await emit(ToolProgress(call_id, title, "execute", "completed" if result.ok else "failed", output=result.output))
         return step
@@ -359,20 +360,20 @@ class Executor:
         try:
             step = await self._step(record, "publish", record.branch, emit, commit)
         except StepFailed as failed:
-            await self.store.interrupt_execution(record.id, str(failed))
+            await self.store.executions.interrupt_execution(record.id, str(failed))
             raise ExecutionError(f"publication was not confirmed: {failed}") from None
         made = step.output
         if (await git(worktree, "rev-parse", f"refs/heads/{record.branch}"), await git(worktree, "rev-parse", f"{made}^{{tree}}")) != (made, tree):
             raise ExecutionError(f"publication was not confirmed: branch {record.branch} does not hold the validated tree")
         publication = Publication(record.branch, made, record.worktree, summary)
-        await self.store.update_execution(
+        await self.store.executions.update_execution(
             record.id, {"state": "published"}, state="published", outcome=_outcome(record, publication=asdict(publication))
         )
         await emit(Notice(f"Published branch {record.branch} at commit {made[:12]}. {summary}", "success"))
         return publication
 
     async def _get(self, execution_id: str) -> ExecutionRecord:
-        record = await self.store.get_execution(execution_id)
+        record = await self.store.executions.get_execution(execution_id)
         if record is None:
             raise ExecutionError(f"no execution with id {execution_id!r}")
         return record

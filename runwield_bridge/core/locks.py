@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import fcntl
 import os
 import struct
+import threading
 from pathlib import Path
 
 # Linux `struct flock` (l_type, l_whence, l_start, l_len, l_pid), for open-file-description locks: a zero start
@@ -13,6 +16,7 @@ from pathlib import Path
 _OFD = hasattr(fcntl, "F_OFD_GETLK")
 _FLOCK = struct.Struct("hhqqixxxx")
 _WHOLE_FILE = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+_UNLOCK = _FLOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, 0, 0, 0)
 
 
 class WriterLock:
@@ -59,6 +63,35 @@ class WriterLock:
             return _locked(fd)
         finally:
             os.close(fd)
+
+    async def released(self) -> None:
+        """Return once no other writer holds the lock. The OS wakes a waiting thread when the holder lets go (or
+        its process dies): nothing polls. The thread takes the lock only for a moment; call `try_acquire` next."""
+        loop = asyncio.get_running_loop()
+        freed: asyncio.Future[None] = loop.create_future()
+
+        def wait() -> None:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                _wait_and_unlock(fd)
+            finally:
+                os.close(fd)
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
+                loop.call_soon_threadsafe(lambda: freed.done() or freed.set_result(None))
+
+        # A daemon thread, not the loop's executor: a holder that never lets go must not keep the process alive.
+        threading.Thread(target=wait, name=f"writer-wait:{self.path.stem}", daemon=True).start()
+        await freed
+
+
+def _wait_and_unlock(fd: int) -> None:
+    """Block until the whole-file lock on ``fd`` is ours, then let it go at once."""
+    if _OFD:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLKW, _WHOLE_FILE)
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _UNLOCK)
+    else:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _lock(fd: int) -> None:

@@ -15,7 +15,7 @@ from .interactions import Choice
 from .plan_execution import ChatExecution
 from .plans import PlanBook, PlanNotFound
 from .reviews import LINK_NOT_KEPT, ReviewHub, ReviewLink, ReviewUnavailable
-from .store import PlanRecord
+from .records import PlanRecord
 
 ACTIONS = (
     Choice("resume", "Resume planning", "Continue working on the Plan with the Agent"),
@@ -128,7 +128,7 @@ class PlanCommands:
                 plan = await self.plans.get(plan.id)
                 continue
             if action == "resume":
-                await self.plans.store.link_plan_session(plan.id, ctx.session.id, "planned")
+                await self.plans.store.plans.link_plan_session(plan.id, ctx.session.id, "planned")
                 return self._resume_prompt(plan)
             if action == "review":
                 await self._review(ctx, plan)
@@ -142,8 +142,8 @@ class PlanCommands:
         """The Session's newest Plan (else the one it reviewed): its live review's link, or a new review if it is eligible;
         a Plan never reviewed starts its first review."""
         newest = next(iter(await self.plans.for_session(ctx.session.id)), None)
-        earlier = await self.plans.store.reviews_for_session(ctx.session.id)
-        plan = newest or (await self.plans.store.get_plan(earlier[0].plan_id) if earlier else None)
+        earlier = await self.plans.store.reviews.reviews_for_session(ctx.session.id)
+        plan = newest or (await self.plans.store.plans.get_plan(earlier[0].plan_id) if earlier else None)
         if plan is None:
             await ctx.say(f"This Session has no Plan to review yet: ask the Agent to make a plan. {HOW_TO_REVIEW}")
             return
@@ -175,7 +175,7 @@ class PlanCommands:
         if outcome.state == "changes_requested":
             feedback = outcome.feedback.as_text()
             await ctx.say(f"The review sent {where} back with feedback:\n{feedback}")
-            await self.plans.store.link_plan_session(plan.id, ctx.session.id, "revised")
+            await self.plans.store.plans.link_plan_session(plan.id, ctx.session.id, "revised")
             return revise_prompt(plan, outcome.revision, feedback)
         if outcome.state == "expired":
             await ctx.say(f"The review link for {where} expired without a decision. {HOW_TO_REVIEW}")
@@ -204,11 +204,11 @@ class PlanCommands:
 
     async def _details(self, plan: PlanRecord) -> str:
         """The Plan as a person reads it in chat: where it stands (a published one: its branch and commit), then its text."""
-        revisions = await self.plans.store.plan_revisions(plan.id)
+        revisions = await self.plans.store.plans.plan_revisions(plan.id)
         approved = f", approved revision {plan.approved_revision}" if plan.approved_revision else ""
         published = ""
         if plan.state == "published":
-            done = await self.plans.store.list_executions(plan_id=plan.id, states=("published",))
+            done = await self.plans.store.executions.list_executions(plan_id=plan.id, states=("published",))
             if done and (publication := json.loads(done[-1].outcome).get("publication")):
                 published = f"\nPublished on branch {publication['branch']} at commit {publication['commit'][:12]}."
         return (

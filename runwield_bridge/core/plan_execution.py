@@ -13,7 +13,7 @@ from .commands import Command, CommandContext
 from .execution import AWAITING_CHOICE, ExecutionError, Executor, Work, is_pair
 from .interactions import Choice
 from .plans import PlanBook
-from .store import ExecutionRecord, PlanRecord, SessionRecord
+from .records import ExecutionRecord, PlanRecord, SessionRecord
 
 MODES = (
     Choice("whole", "All at once", "The Agent carries out the whole Plan, then validation runs"),
@@ -133,7 +133,7 @@ class ChatExecution:
         """Executions awaiting the user's choice (of a Session's or one Plan's), each with its report; an
         interrupted one is repaired first (its report says how)."""
         found = [(r.describe(), r.execution) for r in await self.executor.recover(session_id)]
-        for record in await self.executor.store.list_executions(plan_id=plan_id, states=UNDELIVERED):
+        for record in await self.executor.store.executions.list_executions(plan_id=plan_id, states=UNDELIVERED):
             if session_id is None or record.session_id == session_id:
                 plan = await self.plans.get(record.plan_id)
                 summary = json.loads(record.outcome).get("validation", "")
@@ -200,7 +200,7 @@ class ChatExecution:
         await ctx.say(PAIR_REMINDER.format(title=plan.title, branch=record.branch))
 
     async def _paired(self, session_id: str) -> ExecutionRecord | None:
-        found = await self.executor.store.list_executions(states=("pairing",))
+        found = await self.executor.store.executions.list_executions(states=("pairing",))
         return next((r for r in reversed(found) if r.session_id == session_id and is_pair(r)), None)
 
     @staticmethod

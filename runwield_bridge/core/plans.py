@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .models import ToolSpec
-from .store import PlanRecord, PlanRevisionRecord, Store
+from .records import PlanRecord, PlanRevisionRecord
+from .store import Store
 from .tools import Tool, ToolContext, ToolError
 
 PlanState = Literal[
@@ -76,7 +77,7 @@ class PlanBook:
         )
         path = self._save(plan, 1, plan_document(title, body))
         revision = PlanRevisionRecord(plan_id=plan.id, number=1, title=title, path=str(path), session_id=session_id)
-        return await self.store.create_plan(plan, revision)
+        return await self.store.plans.create_plan(plan, revision)
 
     async def revise(self, plan_id: str, body: str, *, title: str | None = None, session_id: str | None = None) -> PlanRecord:
         """Save the next revision; it becomes current, back in draft, and open reviews of the Plan are superseded."""
@@ -85,10 +86,10 @@ class PlanBook:
         number = plan.current_revision + 1
         path = self._save(plan, number, plan_document(title, body))
         revision = PlanRevisionRecord(plan_id=plan.id, number=number, title=title, path=str(path), session_id=session_id)
-        return await self.store.add_plan_revision(revision)
+        return await self.store.plans.add_plan_revision(revision)
 
     async def get(self, plan_id: str) -> PlanRecord:
-        plan = await self.store.get_plan(plan_id)
+        plan = await self.store.plans.get_plan(plan_id)
         if plan is None:
             raise PlanNotFound(f"no Plan with id {plan_id!r}")
         return plan
@@ -98,10 +99,10 @@ class PlanBook:
         return self.path(plan, revision or plan.current_revision).read_text(encoding="utf-8")
 
     async def for_project(self, cwd: str | Path) -> list[PlanRecord]:
-        return await self.store.list_plans(project_key(project_root(cwd)))
+        return await self.store.plans.list_plans(project_key(project_root(cwd)))
 
     async def for_session(self, session_id: str) -> list[PlanRecord]:
-        return await self.store.plans_for_session(session_id)
+        return await self.store.plans.plans_for_session(session_id)
 
     def path(self, plan: PlanRecord, revision: int) -> Path:
         return self.root / plan.project / plan.id / f"rev-{revision}.md"

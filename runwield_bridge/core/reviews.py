@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 from .plans import PlanBook
-from .store import PlanRecord, ReviewRecord, Store
+from .records import PlanRecord, ReviewRecord
+from .store import Store
 
 REVIEW_PATH = "/review/"
 LINK_NOT_KEPT = "(the link was sent earlier and is not kept; send /plan-review to get a new one)"
@@ -161,22 +162,22 @@ class ReviewHub:
             id=f"rvw_{uuid.uuid4().hex[:16]}", plan_id=plan.id, revision=plan.current_revision,
             session_id=session_id, token_hash=hash_token(token), expires_at=self.now() + self.ttl,
         )
-        await self.store.add_review(review)
+        await self.store.reviews.add_review(review)
         link = ReviewLink(review.id, plan.id, review.revision, f"{base}{REVIEW_PATH}{token}", review.expires_at)
         self._links[review.id] = link
         return link
 
     async def live_link(self, plan_id: str) -> ReviewLink | None:
         """The link of the Plan's open, unexpired review, if this process started it."""
-        latest = next(iter(await self.store.reviews_for_plan(plan_id)), None)
+        latest = next(iter(await self.store.reviews.reviews_for_plan(plan_id)), None)
         if latest is None or latest.state != "open" or self.now() >= latest.expires_at:
             return None
         return self._links.get(latest.id)
 
     async def resolve(self, token: str) -> OpenReview:
         """The review a link opens, or ReviewRefused saying why it cannot be used."""
-        review = await self.store.find_review(hash_token(token)) if token else None
-        plan = await self.store.get_plan(review.plan_id) if review else None
+        review = await self.store.reviews.find_review(hash_token(token)) if token else None
+        plan = await self.store.plans.get_plan(review.plan_id) if review else None
         if review is None or plan is None:
             raise ReviewRefused("unknown", "This review link is not valid. Ask the Agent for a new one with /plan-review.")
         if plan.current_revision != review.revision:
@@ -223,7 +224,7 @@ class ReviewHub:
     async def _decide(self, token: str, state: OutcomeState, feedback: Feedback) -> ReviewOutcome:
         review = (await self.resolve(token)).review
         plan_changes = {"state": "approved", "approved_revision": review.revision} if state == "approved" else {"state": state}
-        if not await self.store.settle_review(review.id, state, feedback.to_json(), plan_changes):
+        if not await self.store.reviews.settle_review(review.id, state, feedback.to_json(), plan_changes):
             await self.resolve(token)  # it closed in between: refuse with the reason
             raise ReviewRefused("decided", "This review was closed while you were reading it.")
         outcome = ReviewOutcome(review.id, review.plan_id, review.revision, state, feedback)
@@ -233,12 +234,12 @@ class ReviewHub:
         return outcome
 
     async def _stored_outcome(self, review_id: str) -> ReviewOutcome | None:
-        review = await self.store.get_review(review_id)
+        review = await self.store.reviews.get_review(review_id)
         if review is None:
             raise LookupError(f"no review with id {review_id!r}")
         if review.state == "open":
             if self.now() < review.expires_at:
                 return None
-            await self.store.settle_review(review.id, "expired", "{}", {"state": "draft"})
-            review = await self.store.get_review(review_id)
+            await self.store.reviews.settle_review(review.id, "expired", "{}", {"state": "draft"})
+            review = await self.store.reviews.get_review(review_id)
         return ReviewOutcome(review.id, review.plan_id, review.revision, review.state, Feedback.from_json(review.feedback))

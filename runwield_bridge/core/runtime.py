@@ -1,30 +1,31 @@
-"""The turn executor: drives a model through tool calls and turns its output into Session events."""
+"""The runtime contract: what drives one turn of a Session. The native runtime (a model and our tools,
+``runtimes/native.py``) implements it; an external ACP agent driving a Session's turns will be the second.
+
+The Session Host owns everything around a turn (the writer lock, the transcript, questions, settling);
+a runtime only turns a prompt into events. Cancellation is asyncio's: the task running ``run_turn`` is
+cancelled, the runtime stops its work (closing its model stream, cancelling the external agent's turn)
+and lets ``CancelledError`` propagate; what it produced so far stays in ``request.result``. A turn that
+cannot be completed raises ``ModelError`` with words the user can read; the host settles it as an error.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
-from .events import Event, MessageChunk, Thought, ToolProgress, Usage, UserMessage
+from .events import Event
 from .interactions import Outcome, Question
-from .models import (
-    ChatMessage,
-    Model,
-    ModelRequest,
-    ModelUsage,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallRequest,
-)
+from .models import ChatMessage
+from .records import SessionRecord
 from .steering import SteeringInbox
-from .tools import Tool, ToolContext, ToolError
+from .tools import Tool
 
 Emit = Callable[[Event], Awaitable[None]]
 Ask = Callable[[Question, str | None], Awaitable[Outcome]]
-MAX_TOOL_ROUNDS = 16
+"""Ask the user a question (for the tool call with this id, if any); the outcome may be expired or declined."""
 
 
 def new_message_id() -> str:
@@ -46,95 +47,29 @@ class TurnResult:
         return new_message_id()
 
 
-@dataclass
-class TurnRunner:
-    """Runs one prompt turn against a model, with the given tools."""
+@dataclass(frozen=True)
+class TurnRequest:
+    """Everything a runtime gets for one turn.
 
-    model: Model
+    ``session`` names the selection (model, reasoning level, Agent) and the cost so far; ``history`` is the
+    conversation before ``prompt``; ``tools`` work in ``cwd``; ``emit`` sends the core's typed events
+    (message chunks, thoughts, tool progress, usage); ``ask`` puts a question to the user; ``steering``
+    holds input the user adds while the turn runs, to be taken before the next model request.
+    """
+
+    session: SessionRecord
+    prompt: str
+    history: Sequence[ChatMessage]
     tools: Sequence[Tool]
-    session_id: str
     cwd: Path
-    reasoning: str | None
-    base_cost: float
+    instructions: str
     emit: Emit
-    result: TurnResult = field(default_factory=TurnResult)
-    instructions: str = ""
-    ask: Ask | None = None
-    steering: SteeringInbox = field(default_factory=SteeringInbox)
+    ask: Ask
+    steering: SteeringInbox
+    result: TurnResult
 
-    async def run(self, history: Sequence[ChatMessage], prompt: str) -> TurnResult:
-        """Run until the model stops calling tools and no steered input waits. Partial output stays in `result` if cancelled."""
-        messages = [*history, ChatMessage("user", prompt)]
-        by_name = {tool.spec.name: tool for tool in self.tools}
-        specs = tuple(t.spec for t in self.tools)
-        for _ in range(MAX_TOOL_ROUNDS):
-            await self._take_steering(messages)
-            request = ModelRequest(tuple(messages), specs, self.reasoning, str(self.cwd), self.instructions)
-            calls, text = await self._stream(request)
-            if not calls:
-                if not self.steering:
-                    return self.result
-                messages.append(ChatMessage("assistant", text))
-                continue
-            messages.append(ChatMessage("assistant", text, tool_calls=tuple(calls)))
-            for call in calls:
-                output = await self._run_tool(by_name.get(call.name), call)
-                messages.append(ChatMessage("tool", output, tool_call_id=call.call_id))
-        await self.emit(MessageChunk("\n(stopped: too many tool calls in one turn)", self.result.message_id))
-        return self.result
 
-    async def _take_steering(self, messages: list[ChatMessage]) -> None:
-        """Move steered input into the conversation: once, as user messages, each shown as one user message."""
-        for text in self.steering.take():
-            messages.append(ChatMessage("user", text))
-            await self.emit(UserMessage(text, self.result.start_message()))
+class Runtime(Protocol):
+    """Drives turns. Returns the request's ``result`` when the turn is done (the host emits TurnSettled)."""
 
-    async def _stream(self, request: ModelRequest) -> tuple[list[ToolCallRequest], str]:
-        """Stream one model response. Steered input pre-empts a reply that is only text so far."""
-        calls: list[ToolCallRequest] = []
-        text: list[str] = []
-        stream = self.model.stream(request)
-        async with contextlib.aclosing(stream) if hasattr(stream, "aclose") else contextlib.nullcontext(stream):
-            async for event in stream:
-                if isinstance(event, TextDelta):
-                    text.append(event.text)
-                    self.result.replied = True
-                    await self.emit(MessageChunk(event.text, self.result.message_id))
-                elif isinstance(event, ThinkingDelta):
-                    await self.emit(Thought(event.text))
-                elif isinstance(event, ToolCallRequest):
-                    calls.append(event)
-                elif isinstance(event, ModelUsage):
-                    await self._usage(event)
-                if self.steering and not calls:
-                    break
-        return calls, "".join(text)
-
-    async def _usage(self, usage: ModelUsage) -> None:
-        self.result.cost_usd += usage.cost_usd
-        size = self.model.info.context_window
-        if size is not None:
-            cost = self.base_cost + self.result.cost_usd
-            await self.emit(Usage(used=usage.context_tokens, size=size, cost_usd=cost))
-
-    async def _run_tool(self, tool: Tool | None, call: ToolCallRequest) -> str:
-        title = tool.title(call.arguments) if tool else call.name
-        kind = tool.kind if tool else "other"
-        await self.emit(ToolProgress(call.call_id, title, kind, "pending", call.arguments, started=True))
-        await self.emit(ToolProgress(call.call_id, title, kind, "in_progress"))
-        status, output = "completed", ""
-        try:
-            if tool is None:
-                raise ToolError(f"unknown tool {call.name!r}")
-            output = await tool.run(call.arguments, ToolContext(self.session_id, self.cwd, self._asker(call.call_id)))
-        except ToolError as exc:
-            status, output = "failed", str(exc)
-        await self.emit(ToolProgress(call.call_id, title, kind, status, output=output))
-        return output
-
-    def _asker(self, call_id: str) -> Callable[[Question], Awaitable[Outcome]] | None:
-        """How the tool call ``call_id`` asks the user, if this turn can ask."""
-        if self.ask is None:
-            return None
-        ask = self.ask
-        return lambda question: ask(question, call_id)
+    async def run_turn(self, request: TurnRequest) -> TurnResult: ...

@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 
 from .events import Event, MessageChunk, Notice, PlanLink, Thought, ToolProgress, UserMessage
 from .reviews import without_links
-from .store import Entry, SessionRecord, Store, TranscriptEntry
+from .records import SessionRecord, TranscriptEntry
+from .store.sessions import Entry, SessionRepository
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -33,8 +34,8 @@ class TurnJournal:
     in batches (every FLUSH_INTERVAL seconds or FLUSH_EVENTS events), and the rest, with the settled mark, at its end.
     Writes run one after another in the order they were asked for, and outlive a cancelled caller."""
 
-    def __init__(self, store: Store, session_id: str) -> None:
-        self.store = store
+    def __init__(self, sessions: SessionRepository, session_id: str) -> None:
+        self.sessions = sessions
         self.session_id = session_id
         self.turn_id = new_turn_id()
         self._pending: list[Entry] = []
@@ -45,7 +46,7 @@ class TurnJournal:
     async def begin(self, entries: list[Entry], **changes: Any) -> SessionRecord | None:
         """Start the turn (interrupting any turn of the Session whose process ended) with its first entries."""
         rows = [self._stamped(entry) for entry in entries]
-        return await self._write(self.store.begin_turn(self.session_id, self.turn_id, rows, INTERRUPTED_ENTRY, **changes))
+        return await self._write(self.sessions.begin_turn(self.session_id, self.turn_id, rows, INTERRUPTED_ENTRY, **changes))
 
     async def record(self, event: Event) -> None:
         """Keep what ``event`` shows the user, to be written with the next batch."""
@@ -67,13 +68,13 @@ class TurnJournal:
     async def flush(self) -> None:
         """Write what is kept so far."""
         if self._pending:
-            await self._write(self.store.append_many(self.session_id, self._take()))
+            await self._write(self.sessions.append_many(self.session_id, self._take()))
 
     async def end(self, stop_reason: str, **changes: Any) -> SessionRecord | None:
         """Settle the turn: what is still kept, the settled mark and Session changes, in one transaction."""
         if self._timer is not None:
             self._timer.cancel()
-        return await self._write(self.store.end_turn(self.session_id, self.turn_id, stop_reason, self._take(), **changes))
+        return await self._write(self.sessions.end_turn(self.session_id, self.turn_id, stop_reason, self._take(), **changes))
 
     def _add(self, entry: Entry) -> None:
         """Keep an entry, joining text to the one kept just before when both are pieces of the same message."""

@@ -1,0 +1,79 @@
+"""What every repository shares: a way to open a database session, and rows turned into frozen records."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, fields
+from typing import Any, TypeVar
+
+from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlmodel import SQLModel, col, update
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from .tables import PlanSessionRow, ReviewRow
+
+R = TypeVar("R")
+Row = TypeVar("Row", bound=SQLModel)
+Connect = async_sessionmaker[AsyncSession]
+"""Opens a database session (a unit of work), not a RunWield Session."""
+
+
+class Conflict(RuntimeError):
+    """Another writer changed the row first; nothing was written."""
+
+
+class Repository:
+    """One aggregate's tables; every method is its own transaction."""
+
+    def __init__(self, connect: Connect) -> None:
+        self._db = connect
+
+    async def _get(self, record_type: type[R], row_type: type[SQLModel], key: Any) -> R | None:
+        """The record of the row with this primary key, if there is one."""
+        async with self._db() as db:
+            row = await db.get(row_type, key)
+            return None if row is None else frozen(record_type, row)
+
+    async def _all(self, record_type: type[R], query: Any) -> list[R]:
+        """The records of the rows a query selects."""
+        async with self._db() as db:
+            return [frozen(record_type, row) for row in (await db.exec(query)).all()]
+
+
+def frozen(record_type: type[R], row: SQLModel) -> R:
+    """The frozen record for a row (the same fields, read once)."""
+    return record_type(**{f.name: getattr(row, f.name) for f in fields(record_type)})  # type: ignore[arg-type]
+
+
+def row_of(row_type: type[Row], record: Any) -> Row:
+    """A new row to insert, from a record."""
+    return row_type(**asdict(record))
+
+
+async def change(db: AsyncSession, row_type: type[Row], key: Any, changes: dict[str, Any]) -> Row:
+    """Set fields of one row in ``db`` (stamping ``updated_at``/``finished_at`` where the table has one)."""
+    row = await db.get(row_type, key)
+    if row is None:
+        raise KeyError(key)
+    for name, value in changes.items():
+        setattr(row, name, value)
+    for stamp in ("updated_at", "finished_at"):
+        if stamp in row_type.model_fields:
+            setattr(row, stamp, time.time())
+    db.add(row)
+    return row
+
+
+async def link_session(db: AsyncSession, plan_id: str, session_id: str | None, role: str) -> None:
+    """Remember that a Session had ``role`` in a Plan (once per role)."""
+    if session_id:
+        await db.merge(PlanSessionRow(plan_id=plan_id, session_id=session_id, role=role))
+
+
+async def supersede_open_reviews(db: AsyncSession, plan_id: str) -> None:
+    """The Plan's open reviews are of a revision no longer current: mark them superseded."""
+    await db.exec(
+        update(ReviewRow)
+        .where(col(ReviewRow.plan_id) == plan_id, col(ReviewRow.state) == "open")
+        .values(state="superseded", decided_at=time.time())
+    )

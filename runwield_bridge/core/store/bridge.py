@@ -1,0 +1,59 @@
+"""The chat bridge's own state: conversation bindings, and the platform updates it claimed (so each is handled once)."""
+
+from __future__ import annotations
+
+import time
+
+from sqlalchemy import delete
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select, update
+
+from ..records import Binding, SeenUpdate
+from .base import Repository, frozen
+from .tables import BindingRow, SeenUpdateRow
+
+
+class BridgeStateRepository(Repository):
+    """Bindings and update claims: what ``wld bridge`` keeps across restarts."""
+
+    async def get_binding(self, conversation: str) -> Binding | None:
+        return await self._get(Binding, BindingRow, conversation)
+
+    async def bound_conversations(self, prefix: str, agent: str) -> list[str]:
+        """The conversations (keys starting with ``prefix``) bound to a session on ``agent``."""
+        query = select(BindingRow.conversation).where(col(BindingRow.conversation).startswith(prefix), BindingRow.agent == agent)
+        async with self._db() as db:
+            return list((await db.exec(query)).all())
+
+    async def set_binding(self, conversation: str, agent: str, acp_session_id: str, cwd: str | None = None) -> Binding:
+        async with self._db() as db:
+            row = await db.get(BindingRow, conversation) or BindingRow(conversation=conversation, agent=agent, acp_session_id=acp_session_id)
+            row.agent, row.acp_session_id, row.cwd = agent, acp_session_id, cwd
+            row.updated_at = time.time()
+            db.add(row)
+            await db.commit()
+            return frozen(Binding, row)
+
+    async def claim_update(self, channel: str, update_id: str, owner: str) -> SeenUpdate | None:
+        """Claim an update for ``owner``; None if this is the first claim, else the earlier claim (unchanged)."""
+        async with self._db() as db:
+            db.add(SeenUpdateRow(channel=channel, update_id=update_id, owner=owner))
+            try:
+                await db.commit()
+                return None
+            except IntegrityError:
+                await db.rollback()
+        async with self._db() as db:
+            row = await db.get(SeenUpdateRow, (channel, update_id))
+            return None if row is None else frozen(SeenUpdate, row)
+
+    async def finish_update(self, channel: str, update_id: str) -> None:
+        async with self._db() as db:
+            await db.exec(update(SeenUpdateRow).where(col(SeenUpdateRow.channel) == channel, col(SeenUpdateRow.update_id) == update_id).values(finished=True))
+            await db.commit()
+
+    async def forget_updates(self, claimed_before: float) -> None:
+        """Drop claims older than ``claimed_before`` (platforms stop redelivering long before)."""
+        async with self._db() as db:
+            await db.exec(delete(SeenUpdateRow).where(col(SeenUpdateRow.claimed_at) < claimed_before))
+            await db.commit()
