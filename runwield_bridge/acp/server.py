@@ -65,7 +65,7 @@ from .listing import list_sessions
 from .menus import ChatReply, NoMatch, did_not_match, interpret, other_prompt, read_reply
 from .sdk_gaps import remember_request_ids, request_withdrawn_on_cancel
 from .transport import has_invalid_text
-from .updates import Update, commands_update, event_to_update, notification, question_update, record_options
+from .updates import Update, commands_update, event_to_update, notification, question_update, record_options, wire
 from .validation import schema_problems
 
 log = logging.getLogger(__name__)
@@ -278,7 +278,7 @@ class AcpAgentServer:
         problem = ""
         for _ in range(FORM_ATTEMPTS):
             try:  # cancelled or expired: the form is closed on the client too
-                response = await request_withdrawn_on_cancel(self.conn, "elicitation/create", form_request(session_id, pending, problem))
+                response = await request_withdrawn_on_cancel(self.conn, "elicitation/create", wire(form_request(session_id, pending, problem)))
             except (RequestError, ConnectionError) as exc:
                 return Outcome.failed(f"the client could not show the form: {exc}")
             outcome = form_outcome(pending.question, response)

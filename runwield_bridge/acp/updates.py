@@ -26,6 +26,7 @@ from acp.schema import (
     UsageUpdate,
     UserMessageChunk,
 )
+from pydantic import BaseModel
 
 from ..core.catalog import BUILTIN_AGENTS, ModelCatalog
 from ..core.commands import Command
@@ -64,10 +65,14 @@ def _text(text: str) -> TextContentBlock:
     return TextContentBlock(type="text", text=text)
 
 
-def notification(session_id: str, update: Update) -> dict[str, Any]:
-    """``session/update`` params as they go on the wire: exactly the fields that were set."""
-    message = SessionNotification(session_id=session_id, update=update)
+def wire(message: BaseModel) -> dict[str, Any]:
+    """An SDK model as it goes on the wire: exactly the fields that were set."""
     return message.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
+
+
+def notification(session_id: str, update: Update) -> dict[str, Any]:
+    """``session/update`` params."""
+    return wire(SessionNotification(session_id=session_id, update=update))
 
 
 def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> Update | None:
