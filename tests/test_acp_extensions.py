@@ -28,7 +28,7 @@ from runwield_bridge.acp.extensions import (
     TURN,
     PlanLinkMeta,
     QuestionMeta,
-    SteeringResult,
+    SteeringAnswer,
     SteeringSupport,
     TurnMeta,
 )
@@ -221,7 +221,7 @@ async def test_steering_is_advertised_and_answered_through_ext_method(tmp_path: 
             answer = await conn.ext_method(STEERING.name, params.model_dump(mode="json", by_alias=True, exclude_none=True))
     finally:
         await app.close()
-    assert STEERING.result.model_validate(answer) == SteeringResult(outcome="promptRequired", reason="noRunningTurn")
+    assert STEERING.result.model_validate(answer) == SteeringAnswer(outcome="promptRequired", reason="noRunningTurn")
 
 
 def test_an_agent_message_chunk_without_meta_has_no_extension() -> None:

@@ -104,7 +104,7 @@ def steering_support_meta() -> dict[str, Any]:
     return {STEERING_SUPPORT_KEY: SteeringSupport(supported=True).model_dump(by_alias=True)}
 
 
-class SteeringResult(_Camel):
+class SteeringAnswer(_Camel):
     """The answer to ``_session/steering``: the input joined the running turn, or needs an ordinary prompt."""
 
     outcome: Literal["injected", "promptRequired"]
@@ -119,12 +119,8 @@ class ExtMethod(Generic[T]):
         self.params = params
         self.result = result
 
-    @property
-    def wire_name(self) -> str:
-        return f"_{self.name}"
 
-
-STEERING: ExtMethod[SteeringResult] = ExtMethod("session/steering", PromptRequest, SteeringResult)
+STEERING: ExtMethod[SteeringAnswer] = ExtMethod("session/steering", PromptRequest, SteeringAnswer)
 """``_session/steering``: the params of ``session/prompt``; add input to the running turn."""
 
 

@@ -59,7 +59,7 @@ from ..core.sessions import (
     SessionNotFound,
 )
 from ..core.steering import SteeringRejected
-from .extensions import STEERING, SteeringResult, steering_support_meta
+from .extensions import STEERING, SteeringAnswer, steering_support_meta
 from .forms import form_outcome, form_request
 from .listing import list_sessions
 from .menus import ChatReply, NoMatch, did_not_match, interpret, other_prompt, read_reply
@@ -253,7 +253,7 @@ class AcpAgentServer:
         await self.send_update(session_id, update)
         return PromptResponse(stop_reason="end_turn")
 
-    async def steer(self, request: PromptRequest) -> SteeringResult:
+    async def steer(self, request: PromptRequest) -> SteeringAnswer:
         """``_session/steering``: add input to the running turn, or say that it needs an ordinary prompt."""
         text = read_reply(request.prompt).command or prompt_text(request.prompt)
         try:
@@ -264,7 +264,7 @@ class AcpAgentServer:
             raise RequestError(NOT_FOUND_CODE, str(exc), {"sessionId": request.session_id, "reason": "closed"}) from None
         except SteeringRejected as exc:
             raise RequestError.invalid_params({"sessionId": request.session_id, "details": str(exc)}) from None
-        return SteeringResult(outcome=result.outcome, **({"reason": result.reason} if result.reason else {}))
+        return SteeringAnswer(outcome=result.outcome, **({"reason": result.reason} if result.reason else {}))
 
     def _forms(self, session_id: str) -> FormAsker | None:
         """How this client answers a Session's questions in place: forms when it advertised them."""
