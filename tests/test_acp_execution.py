@@ -16,7 +16,7 @@ from plan_kit import git, make_project, write_config
 from test_acp_plans import decide, heard, reply, review_link
 from test_acp_server import INIT, WLD
 
-from runwield_bridge.acp.extensions import turn_of
+from runwield_bridge.acp.extensions import TURN
 from waiting import PATIENCE
 
 PLAN = "make a plan to write README.md saying hello"
@@ -62,7 +62,7 @@ async def approve_and_execute(client: WireClient, sid: str, mode: str) -> str:
 
 def settled_turns(client: WireClient, start: int, sid: str) -> list[str]:
     """The stop reasons of the turns announced as ended (``_meta.runwield.turn`` on ``session_info_update``)."""
-    return [turn.stop_reason for u in since(client, start, sid, "session_info_update") if (turn := turn_of(u)) is not None]
+    return [turn.stop_reason for u in since(client, start, sid, "session_info_update") if (turn := TURN.read(u)) is not None]
 
 
 def tool_titles(client: WireClient, start: int, sid: str) -> list[str]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp.schema import AvailableCommandsUpdate
 from acp_wire import RpcError, WireClient
 from waiting import until
 
@@ -462,12 +463,15 @@ async def test_an_update_for_a_client_that_is_gone_is_no_error(caplog: pytest.Lo
     from runwield_bridge.acp.server import AcpAgentServer
 
     class Gone:
+        def add_observer(self, observer: Any) -> None:
+            pass
+
         async def send_notification(self, method: str, params: Any) -> None:
             raise ConnectionError("Connection closed")
 
     server = AcpAgentServer(None)  # type: ignore[arg-type]  # the host is not needed to send an update
     server.attach(Gone())  # type: ignore[arg-type]
-    server._after_response(server.send_update("ses_gone", {"sessionUpdate": "available_commands_update", "availableCommands": []}))
+    server._after_response(server.send_update("ses_gone", AvailableCommandsUpdate(session_update="available_commands_update", available_commands=[])))
     for _ in range(3):
         await asyncio.sleep(0)
     assert not [r for r in caplog.records if r.levelname == "ERROR"]

@@ -20,6 +20,7 @@ from runwield_bridge.acp.menus import (
     read_reply,
     render_menu,
 )
+from runwield_bridge.acp.updates import wire
 from runwield_bridge.core.interactions import Choice, Outcome, PendingQuestion, approval, interview, select, text
 
 FRUIT = select("Pick a fruit", [Choice("apple", "Apple"), Choice("pear", "Pear", "green"), Choice("fig", "Fig")])
@@ -144,11 +145,11 @@ def test_a_text_question_answers_with_any_non_blank_text(answer: str) -> None:
 async def test_form_requests_follow_the_official_schema_and_keep_labels() -> None:
     schema = load_schema()
     for question in (FRUIT, text("Name?"), approval("Deploy?"), LANGUAGE, interview("Anything else?")):
-        params = form_request("ses_1", PendingQuestion(question, "ses_1", "call-1"))
+        params = wire(form_request("ses_1", PendingQuestion(question, "ses_1", "call-1")))
         message = {"jsonrpc": "2.0", "id": 1, "method": "elicitation/create", "params": params}
         assert schema.check("agent", "request", "elicitation/create", message) is None
         assert "default" not in json.dumps(params)
-    fields = form_request("s", PendingQuestion(FRUIT, "s"))["requestedSchema"]["properties"]
+    fields = wire(form_request("s", PendingQuestion(FRUIT, "s")))["requestedSchema"]["properties"]
     assert [o["title"] for o in fields["answer"]["oneOf"]] == ["Apple", "Pear", "Fig"]
 
 

@@ -7,7 +7,7 @@ import asyncio
 from acp import text_block, update_agent_message, update_agent_thought
 from acp.schema import ToolCallProgress, ToolCallStart
 
-from runwield_bridge.acp.extensions import PLAN_LINK, PlanLinkMeta, meta
+from runwield_bridge.acp.extensions import PLAN_LINK, PlanLinkMeta
 from runwield_bridge.channels.contract import Capabilities, Conversation
 from tests.bridge_kit import RecordingChannel
 
@@ -81,7 +81,7 @@ async def test_links_marked_in_meta_become_url_buttons() -> None:
     reply = channel.open_reply(HERE)
     update = chunk("Plan ready: https://wield.example.com/plans/1")
     link = PlanLinkMeta(url="https://wield.example.com/plans/1", plan_id="plan_1", revision=1, expires_at="2026-12-02T00:00:00Z", label="Review plan")
-    update.field_meta = meta(PLAN_LINK, link)  # the Session Host's own definition of the key
+    update.field_meta = PLAN_LINK.meta(link)  # the Session Host's own definition of the key
     reply.update(update)
     await reply.finish("end_turn")
     [(text, buttons)] = channel.messages.values()

@@ -1,15 +1,15 @@
 """The ACP client side of the Bridge: one SDK ``ClientSideConnection`` per agent, in-process or by command.
 
 Thin extensions over the official SDK: the capabilities the Bridge advertises, a raw route for
-``elicitation/create`` (so a malformed request can be explained and declined instead of bounced),
-and a record of which session each outgoing request belongs to (for request-scoped elicitations).
+``elicitation/create`` (``sdk_gaps.ElicitationRoute``: a malformed request is explained and declined
+instead of bounced), and a record of which session each outgoing request belongs to (for
+request-scoped elicitations).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -18,8 +18,6 @@ from typing import Any, Protocol
 from acp import connect_to_agent
 from acp.client.connection import ClientSideConnection
 from acp.connection import StreamDirection, StreamEvent
-from acp.meta import CLIENT_METHODS
-from acp.router import MessageRouter, Route
 from acp.schema import (
     ClientCapabilities,
     ElicitationCapabilities,
@@ -30,6 +28,7 @@ from acp.transports import default_environment
 
 from ..config import AgentConfig
 from ..core.sessions import SessionHost
+from .sdk_gaps import ElicitationRoute, LineTransport, MessageTransport
 from .serve import in_memory_agent
 from .transport import STREAM_LIMIT
 
@@ -46,12 +45,23 @@ Connected = tuple[ClientSideConnection, Awaitable[str]]
 """A live connection, and an awaitable that completes (with the reason) when the agent goes away."""
 
 
+class BridgeClient(Protocol):
+    """The SDK's client interface, plus ``elicit``: ``elicitation/create`` from its raw params."""
+
+    async def elicit(self, params: Any) -> dict[str, Any]: ...
+
+
 class AgentEndpoint(Protocol):
     """Where an agent lives and how to reach it."""
 
     description: str
 
-    def open(self, client: Any, observers: list[Callable[[StreamEvent], None]]) -> contextlib.AbstractAsyncContextManager[Connected]: ...
+    def open(self, client: BridgeClient, observers: list[Callable[[StreamEvent], None]]) -> contextlib.AbstractAsyncContextManager[Connected]: ...
+
+
+def client_connection(client: BridgeClient, transport: MessageTransport, observers: list[Callable[[StreamEvent], None]]) -> ClientSideConnection:
+    """The SDK's client connection over ``transport``, with elicitations answered from their raw params."""
+    return connect_to_agent(client, ElicitationRoute(transport, client.elicit), use_unstable_protocol=True, observers=observers)
 
 
 class InProcessAgent:
@@ -63,9 +73,9 @@ class InProcessAgent:
         self.host = host
 
     @contextlib.asynccontextmanager
-    async def open(self, client: Any, observers: list[Callable[[StreamEvent], None]]) -> AsyncIterator[Connected]:
+    async def open(self, client: BridgeClient, observers: list[Callable[[StreamEvent], None]]) -> AsyncIterator[Connected]:
         async with in_memory_agent(self.host) as transport:
-            conn = connect_to_agent(client, transport, use_unstable_protocol=True, observers=observers)
+            conn = client_connection(client, transport, observers)
             forever: asyncio.Future[str] = asyncio.get_running_loop().create_future()
             try:
                 yield conn, forever
@@ -83,11 +93,11 @@ class CommandAgent:
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_LINES_KEPT)
 
     @contextlib.asynccontextmanager
-    async def open(self, client: Any, observers: list[Callable[[StreamEvent], None]]) -> AsyncIterator[Connected]:
+    async def open(self, client: BridgeClient, observers: list[Callable[[StreamEvent], None]]) -> AsyncIterator[Connected]:
         command, *args = self.config.command
         async with agent_process(command, args, self.config.env, self.config.cwd) as process:
             assert process.stdin is not None and process.stdout is not None
-            conn = ClientSideConnection(client, process.stdin, process.stdout, use_unstable_protocol=True, observers=observers)
+            conn = client_connection(client, LineTransport(process.stdout, process.stdin), observers)
             drain = asyncio.create_task(self._drain_stderr(process.stderr), name=f"stderr:{command}")
             try:
                 yield conn, self._exited(process)
@@ -166,50 +176,3 @@ class SessionOfRequest:
 
     def session_of(self, request_id: Any) -> str | None:
         return self._sessions.get(request_id)
-
-
-_INCOMING_REQUEST_ID: contextvars.ContextVar[Any] = contextvars.ContextVar("acp_incoming_request_id", default=None)
-
-
-def route_elicitations(conn: ClientSideConnection, handler: Callable[[Any], Awaitable[dict[str, Any]]]) -> None:
-    """Answer ``elicitation/create`` from its raw params instead of the SDK's validating route.
-
-    The agent may withdraw one with ``$/cancel_request``: its question is cancelled in the chat and
-    the request is answered ``cancel``.
-    """
-    inner = getattr(conn, "_conn", None)
-    router = getattr(inner, "_handler", None)
-    if not isinstance(router, MessageRouter):  # pinned SDK 0.12.1 keeps its router here
-        raise RuntimeError("the ACP SDK's client connection changed; cannot route elicitation/create")
-    method = CLIENT_METHODS["elicitation_create"]
-    running: dict[Any, asyncio.Task[dict[str, Any]]] = {}
-
-    def note_request_id(event: StreamEvent) -> None:
-        # Called just before the SDK makes the request's handler task, which copies this context.
-        if event.direction is StreamDirection.INCOMING and event.message.get("method") == method:
-            _INCOMING_REQUEST_ID.set(event.message.get("id"))
-
-    async def elicit(params: Any) -> dict[str, Any]:
-        request_id = _INCOMING_REQUEST_ID.get()
-        work = asyncio.ensure_future(handler(params))
-        if request_id is not None:
-            running[request_id] = work
-        try:
-            return await work
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                raise
-            return {"action": "cancel"}  # withdrawn by the agent
-        finally:
-            if running.get(request_id) is work:
-                del running[request_id]
-
-    async def cancel_request(params: Any) -> None:
-        work = running.get((params or {}).get("requestId")) if isinstance(params, dict) else None
-        if work is not None:
-            work.cancel()
-
-    inner.add_observer(note_request_id)
-    router.add_route(Route(method=method, func=elicit, kind="request"))
-    router.add_route(Route(method="$/cancel_request", func=cancel_request, kind="notification"))

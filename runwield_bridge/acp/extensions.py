@@ -1,28 +1,60 @@
-"""RunWield's ACP extension vocabulary: the ``_meta.runwield`` keys of ``session/update``, defined once.
+"""RunWield's ACP extension vocabulary, defined once: every ``_meta`` key and extension method.
 
-The Session Host's update builder writes them and the Bridge reads them, both through this module,
-so the two sides cannot drift apart. Clients that do not know them lose nothing: the text of each
-update already says everything in plain words.
+The ACP server builds its messages from these definitions and the Bridge reads them through the
+same ones, so the two sides cannot drift apart. Clients that do not know them lose nothing: the
+text of each update already says everything in plain words.
+
+To add a key: a pydantic model (or a plain type) for its value and one ``MetaKey`` line below.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from acp.schema import PromptRequest
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, TypeAdapter, ValidationError
 
 NAMESPACE = "runwield"
-PLAN_LINK = "planLink"
-TURN = "turn"
-ALIASES = "aliases"
-NOTICE = "notice"
-M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+NoticeLevel = Literal["info", "success", "warning", "error"]
 
 
-class PlanLinkMeta(BaseModel):
-    """``_meta.runwield.planLink``: a Plan review link on the update whose text carries it (a button where possible)."""
+class MetaKey(Generic[T]):
+    """One key of ``_meta.runwield``: its wire name and the type of its value."""
 
+    def __init__(self, name: str, value_type: Any) -> None:
+        self.name = name
+        self.adapter: TypeAdapter[T] = TypeAdapter(value_type)
+
+    def meta(self, value: T) -> dict[str, Any]:
+        """The ``_meta`` object carrying this key with ``value``."""
+        return {NAMESPACE: {self.name: self.adapter.dump_python(value, mode="json", by_alias=True, exclude_none=True)}}
+
+    def read(self, item: Any) -> T | None:
+        """The value on an update, command or other message (an SDK model or a dict); None if absent or malformed."""
+        try:
+            return self.read_strict(meta_of(item))
+        except ValidationError:
+            return None
+
+    def read_strict(self, meta: dict[str, Any] | None) -> T | None:
+        """The value in a ``_meta`` object; None if absent, ValidationError if malformed."""
+        ours = (meta or {}).get(NAMESPACE)
+        value = ours.get(self.name) if isinstance(ours, dict) else None
+        return None if value is None else self.adapter.validate_python(value)
+
+    @property
+    def field(self) -> str:
+        """Where the key sits, for error messages."""
+        return f"_meta.{NAMESPACE}.{self.name}"
+
+
+class _Camel(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
+
+
+class PlanLinkMeta(_Camel):
+    """On an ``agent_message_chunk`` whose text carries a Plan's review link: a button where possible."""
 
     url: str
     plan_id: str = Field(alias="planId")
@@ -31,59 +63,69 @@ class PlanLinkMeta(BaseModel):
     label: str = "Review the Plan"
 
 
-class TurnMeta(BaseModel):
-    """``_meta.runwield.turn`` on a ``session_info_update``: a turn of the Session ended (whoever started it)."""
+class QuestionMeta(_Camel):
+    """On an ``agent_message_chunk`` that is a chat menu: which question, asked or asked again (and why)."""
 
-    model_config = ConfigDict(populate_by_name=True)
+    id: str
+    state: Literal["asked", "unmatched", "other"]
+
+
+class TurnMeta(_Camel):
+    """On a ``session_info_update``: a turn of the Session ended (whoever started it)."""
 
     state: Literal["settled"] = "settled"
     stop_reason: str = Field(alias="stopReason")
 
 
-def meta(key: str, value: BaseModel | str | list[str]) -> dict[str, Any]:
-    """The ``_meta`` object carrying one RunWield key."""
-    return {NAMESPACE: {key: value.model_dump(by_alias=True) if isinstance(value, BaseModel) else value}}
+PLAN_LINK: MetaKey[PlanLinkMeta] = MetaKey("planLink", PlanLinkMeta)
+QUESTION: MetaKey[QuestionMeta] = MetaKey("question", QuestionMeta)
+TURN: MetaKey[TurnMeta] = MetaKey("turn", TurnMeta)
+NOTICE: MetaKey[NoticeLevel] = MetaKey("notice", NoticeLevel)
+"""On an ``agent_message_chunk`` that is a notice: its level (``error``: the agent's own words that something failed)."""
+ALIASES: MetaKey[list[str]] = MetaKey("aliases", list[str])
+"""On an ``AvailableCommand``: the other names it answers to."""
+ARCHIVED: MetaKey[bool] = MetaKey("archived", StrictBool)
+"""On a ``SessionInfo``: the Session is archived (``session/delete``)."""
+INCLUDE_ARCHIVED: MetaKey[bool] = MetaKey("includeArchived", StrictBool)
+"""On ``session/list`` params: list archived Sessions too (the standard has no archive)."""
 
 
-def turn_settled_update(stop_reason: str, updated_at: str) -> dict[str, Any]:
-    """The ``session_info_update`` that says a turn ended with ``stop_reason``."""
-    return {"sessionUpdate": "session_info_update", "updatedAt": updated_at, "_meta": meta(TURN, TurnMeta(stop_reason=stop_reason))}
+class SteeringSupport(_Camel):
+    """Top-level ``_meta.steering`` of the ``initialize`` answer (the steering proposal's own key, not ours)."""
+
+    supported: bool
 
 
-def aliases_of(command: Any) -> tuple[str, ...]:
-    """The other names an available command answers to (``_meta.runwield.aliases``; none if the agent gave none)."""
-    aliases = _ours(command).get(ALIASES)
-    return tuple(a for a in aliases if isinstance(a, str)) if isinstance(aliases, list) else ()
+STEERING_SUPPORT_KEY = "steering"
 
 
-def is_error_notice(update: Any) -> bool:
-    """Whether an update is an error notice (``_meta.runwield.notice``): the agent's own words that something failed."""
-    return _ours(update).get(NOTICE) == "error"
+def steering_support_meta() -> dict[str, Any]:
+    """The ``initialize`` answer's ``_meta`` that advertises ``_session/steering``."""
+    return {STEERING_SUPPORT_KEY: SteeringSupport(supported=True).model_dump(by_alias=True)}
 
 
-def plan_link_of(update: Any) -> PlanLinkMeta | None:
-    """The review link an update carries, if any (a malformed one is ignored: the text still has the URL)."""
-    return _read(update, PLAN_LINK, PlanLinkMeta)
+class SteeringAnswer(_Camel):
+    """The answer to ``_session/steering``: the input joined the running turn, or needs an ordinary prompt."""
+
+    outcome: Literal["injected", "promptRequired"]
+    reason: Literal["noRunningTurn", "questionPending"] | None = None
 
 
-def turn_of(update: Any) -> TurnMeta | None:
-    """The end of a turn an update announces, if any."""
-    return _read(update, TURN, TurnMeta)
+class ExtMethod(Generic[T]):
+    """An extension method: its name (sent as ``_<name>``), the params model and the result model."""
+
+    def __init__(self, name: str, params: type[BaseModel], result: type[BaseModel]) -> None:
+        self.name = name
+        self.params = params
+        self.result = result
 
 
-def _ours(item: Any) -> dict[str, Any]:
-    """``_meta.runwield`` of an update or command (an SDK model or a dict); empty if absent."""
+STEERING: ExtMethod[SteeringAnswer] = ExtMethod("session/steering", PromptRequest, SteeringAnswer)
+"""``_session/steering``: the params of ``session/prompt``; add input to the running turn."""
+
+
+def meta_of(item: Any) -> dict[str, Any]:
+    """The ``_meta`` object of an SDK model or a dict; empty if absent."""
     raw = item.get("_meta") if isinstance(item, dict) else getattr(item, "field_meta", None)
-    ours = raw.get(NAMESPACE) if isinstance(raw, dict) else None
-    return ours if isinstance(ours, dict) else {}
+    return raw if isinstance(raw, dict) else {}
 
-
-def _read(update: Any, key: str, model: type[M]) -> M | None:
-    """``_meta.runwield.<key>`` as ``model``, if present and well formed."""
-    value = _ours(update).get(key)
-    if value is None:
-        return None
-    try:
-        return model.model_validate(value)
-    except ValidationError:
-        return None

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from acp.schema import CreateFormSessionElicitationRequest
+
 from ..core.interactions import Outcome, PendingQuestion, Question
 from .other_choice import ANSWER, OTHER_TEXT, OTHER_VALUE, Option, choice_with_other_schema, option_schema
 
@@ -28,18 +30,16 @@ def requested_schema(question: Question) -> dict[str, Any]:
     return {"type": "object", "properties": {ANSWER: choice}, "required": [ANSWER]}
 
 
-def form_request(session_id: str, pending: PendingQuestion, problem: str = "") -> dict[str, Any]:
+def form_request(session_id: str, pending: PendingQuestion, problem: str = "") -> CreateFormSessionElicitationRequest:
     """``elicitation/create`` params for a question; ``problem`` explains why an earlier answer was not taken."""
     question = pending.question
-    params: dict[str, Any] = {
-        "sessionId": session_id,
-        "mode": "form",
-        "message": f"{problem}\n\n{question.prompt}" if problem else question.prompt,
-        "requestedSchema": requested_schema(question),
-    }
-    if pending.tool_call_id:
-        params["toolCallId"] = pending.tool_call_id
-    return params
+    return CreateFormSessionElicitationRequest(
+        session_id=session_id,
+        mode="form",
+        message=f"{problem}\n\n{question.prompt}" if problem else question.prompt,
+        requested_schema=requested_schema(question),
+        **({"tool_call_id": pending.tool_call_id} if pending.tool_call_id else {}),
+    )
 
 
 def form_outcome(question: Question, response: Any) -> Outcome | str:

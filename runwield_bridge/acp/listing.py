@@ -10,16 +10,17 @@ from datetime import datetime, timezone
 from typing import Any
 
 from acp import RequestError
-from acp.schema import ListSessionsRequest
+from acp.schema import ListSessionsRequest, ListSessionsResponse, SessionInfo
+from pydantic import ValidationError
 
 from ..core.records import SessionRecord
 from ..core.store.sessions import SessionRepository
+from .extensions import ARCHIVED, INCLUDE_ARCHIVED
 
 PAGE_SIZE = 50
-INCLUDE_ARCHIVED = "includeArchived"  # ``_meta.runwield.includeArchived``: the standard has no archive
 
 
-async def list_sessions(sessions: SessionRepository, request: ListSessionsRequest) -> dict[str, Any]:
+async def list_sessions(sessions: SessionRepository, request: ListSessionsRequest) -> ListSessionsResponse:
     """One page of Sessions, most recently updated first; ``nextCursor`` while more follow."""
     if request.cwd is not None and not os.path.isabs(request.cwd):
         raise RequestError.invalid_params({"cwd": request.cwd, "details": "cwd must be an absolute path"})
@@ -28,30 +29,24 @@ async def list_sessions(sessions: SessionRepository, request: ListSessionsReques
         include_archived=_include_archived(request.field_meta), cwd=request.cwd, after=after, limit=PAGE_SIZE + 1
     )
     page = records[:PAGE_SIZE]
-    response: dict[str, Any] = {"sessions": [session_info(record) for record in page]}
-    if len(records) > PAGE_SIZE:
-        response["nextCursor"] = _encode(page[-1])
-    return response
+    more = {"next_cursor": _encode(page[-1])} if len(records) > PAGE_SIZE else {}
+    return ListSessionsResponse(sessions=[session_info(record) for record in page], **more)
 
 
-def session_info(record: SessionRecord) -> dict[str, Any]:
+def session_info(record: SessionRecord) -> SessionInfo:
     """The ``SessionInfo`` of a Session; an archived one says so in ``_meta.runwield.archived``."""
     updated = datetime.fromtimestamp(record.updated_at, timezone.utc).isoformat().replace("+00:00", "Z")
-    info: dict[str, Any] = {"sessionId": record.id, "cwd": record.cwd, "updatedAt": updated}
-    if record.title:
-        info["title"] = record.title
+    extra: dict[str, Any] = {"title": record.title} if record.title else {}
     if record.archived:
-        info["_meta"] = {"runwield": {"archived": True}}
-    return info
+        extra["field_meta"] = ARCHIVED.meta(True)
+    return SessionInfo(session_id=record.id, cwd=record.cwd, updated_at=updated, **extra)
 
 
 def _include_archived(meta: dict[str, Any] | None) -> bool:
-    ours = (meta or {}).get("runwield")
-    value = ours.get(INCLUDE_ARCHIVED, False) if isinstance(ours, dict) else False
-    if not isinstance(value, bool):
-        field = f"_meta.runwield.{INCLUDE_ARCHIVED}"
-        raise RequestError.invalid_params({"errors": [{"field": field, "problem": "must be of type boolean"}]})
-    return value
+    try:
+        return bool(INCLUDE_ARCHIVED.read_strict(meta))
+    except ValidationError:
+        raise RequestError.invalid_params({"errors": [{"field": INCLUDE_ARCHIVED.field, "problem": "must be of type boolean"}]}) from None
 
 
 def _encode(last: SessionRecord) -> str:

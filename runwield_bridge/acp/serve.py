@@ -6,19 +6,17 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-from acp._transport import Transport, memory_transport_pair
 from acp.connection import Connection
-from acp.task import TaskSupervisor
 
 from ..core.sessions import SessionHost
+from .sdk_gaps import MemoryEnd, memory_pair
 from .server import AcpAgentServer
 from .transport import protocol_stdio
 
 
 async def serve_stdio(host: SessionHost) -> None:
     """Serve one ACP client on stdin/stdout until it closes the stream."""
-    supervisor = TaskSupervisor(source="wld.acp.stdio")
-    transport = await protocol_stdio(supervisor)
+    transport = await protocol_stdio()
     server = AcpAgentServer(host)
     conn = Connection(server, transport, listening=False)
     server.attach(conn)
@@ -28,13 +26,12 @@ async def serve_stdio(host: SessionHost) -> None:
         await host.shutdown()  # the client is gone: running turns settle as cancelled
         await server.drain()
         await conn.close()
-        await supervisor.shutdown()
 
 
 @contextlib.asynccontextmanager
-async def in_memory_agent(host: SessionHost) -> AsyncIterator[Transport]:
+async def in_memory_agent(host: SessionHost) -> AsyncIterator[MemoryEnd]:
     """An ACP server on one end of an in-memory pipe; yields the client's end."""
-    server_end, client_end = memory_transport_pair()
+    server_end, client_end = memory_pair()
     server = AcpAgentServer(host)
     conn = Connection(server, server_end)
     server.attach(conn)

@@ -13,16 +13,34 @@ from typing import Any
 from acp import PROTOCOL_VERSION, RequestError
 from acp.connection import Connection
 from acp.schema import (
+    AgentCapabilities,
     AuthenticateRequest,
     CancelNotification,
     CloseSessionRequest,
+    CloseSessionResponse,
     DeleteSessionRequest,
+    DeleteSessionResponse,
+    Implementation,
     InitializeRequest,
+    InitializeResponse,
     ListSessionsRequest,
+    ListSessionsResponse,
     LoadSessionRequest,
+    LoadSessionResponse,
+    McpCapabilities,
     NewSessionRequest,
+    NewSessionResponse,
+    PromptCapabilities,
     PromptRequest,
+    PromptResponse,
     ResumeSessionRequest,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionDeleteCapabilities,
+    SessionListCapabilities,
+    SessionResumeCapabilities,
+    SetSessionConfigOptionResponse,
     SetSessionConfigOptionSelectRequest,
 )
 from pydantic import BaseModel, ValidationError
@@ -41,11 +59,13 @@ from ..core.sessions import (
     SessionNotFound,
 )
 from ..core.steering import SteeringRejected
+from .extensions import STEERING, SteeringAnswer, steering_support_meta
 from .forms import form_outcome, form_request
 from .listing import list_sessions
 from .menus import ChatReply, NoMatch, did_not_match, interpret, other_prompt, read_reply
+from .sdk_gaps import remember_request_ids, request_withdrawn_on_cancel
 from .transport import has_invalid_text
-from .updates import commands_update, event_to_update, question_update, record_options
+from .updates import Update, commands_update, event_to_update, notification, question_update, record_options, wire
 from .validation import schema_problems
 
 log = logging.getLogger(__name__)
@@ -78,7 +98,9 @@ class AcpAgentServer:
             "session/close": ("CloseSessionRequest", CloseSessionRequest, self.close_session),
             "session/delete": ("DeleteSessionRequest", DeleteSessionRequest, self.delete_session),
             "session/set_config_option": ("SetSessionConfigOptionRequest", SetSessionConfigOptionSelectRequest, self.set_config_option),
-            "_session/steering": ("PromptRequest", PromptRequest, self.steer),
+        }
+        self._extensions: dict[str, Route] = {
+            STEERING.name: ("PromptRequest", STEERING.params, self.steer),
         }
         self._notifications: dict[str, Route] = {
             "session/cancel": ("CancelNotification", CancelNotification, self.cancel),
@@ -86,16 +108,29 @@ class AcpAgentServer:
 
     def attach(self, conn: Connection) -> None:
         self.conn = conn
+        remember_request_ids(conn)
 
     async def __call__(self, method: str, params: Any, is_notification: bool) -> Any:
         """The connection's method handler: params valid against the official schema reach a handler,
-        others get -32602 (a notification: no answer at all). ``_meta`` never overrides a parameter."""
+        others get -32602 (a notification: no answer at all). ``_meta`` never overrides a parameter.
+        Extension methods (``_name``) go to ``ext_method``, as in the SDK's agent interface."""
+        if method.startswith("_") and not is_notification:
+            return await self.ext_method(method[1:], params)
         routes = self._notifications if is_notification else self._routes
         if method not in routes:
             if is_notification:
                 return None
             raise RequestError.method_not_found(method)
-        type_name, model, handler = routes[method]
+        return await self._dispatch(method, routes[method], params, is_notification)
+
+    async def ext_method(self, name: str, params: Any) -> Any:
+        """RunWield's extension methods (``extensions.STEERING``); others are -32601."""
+        if name not in self._extensions:
+            raise RequestError.method_not_found(f"_{name}")
+        return await self._dispatch(f"_{name}", self._extensions[name], params, False)
+
+    async def _dispatch(self, method: str, route: Route, params: Any, is_notification: bool) -> Any:
+        type_name, model, handler = route
         params = {} if params is None else params
         try:
             request = _checked_params(type_name, model, params)
@@ -117,9 +152,9 @@ class AcpAgentServer:
         if self._inflight:
             await asyncio.wait(set(self._inflight), timeout=timeout)
 
-    async def send_update(self, session_id: str, update: dict[str, Any]) -> None:
+    async def send_update(self, session_id: str, update: Update) -> None:
         assert self.conn is not None
-        await self.conn.send_notification("session/update", {"sessionId": session_id, "update": update})
+        await self.conn.send_notification("session/update", notification(session_id, update))
 
     def emitter(self, session_id: str) -> Callable[[Event], Awaitable[None]]:
         async def emit(event: Event) -> None:
@@ -128,44 +163,47 @@ class AcpAgentServer:
 
         return emit
 
-    async def initialize(self, request: InitializeRequest) -> dict[str, Any]:
+    async def initialize(self, request: InitializeRequest) -> InitializeResponse:
         self.client_capabilities = request.client_capabilities.model_dump(by_alias=True, exclude_none=True) if request.client_capabilities else {}
-        return {
-            "protocolVersion": PROTOCOL_VERSION,  # the only version we speak, whatever was asked
-            "agentCapabilities": {
-                "loadSession": True,
-                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": {"http": False, "sse": False},
-                "sessionCapabilities": {"list": {}, "resume": {}, "delete": {}, "close": {}},
-            },
-            "agentInfo": {"name": "runwield", "title": "RunWield", "version": version("runwield-bridge")},
-            "authMethods": [],
-            "_meta": {"steering": {"supported": True}},
-        }
+        sessions = SessionCapabilities(
+            list=SessionListCapabilities(), resume=SessionResumeCapabilities(), delete=SessionDeleteCapabilities(), close=SessionCloseCapabilities()
+        )
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,  # the only version we speak, whatever was asked
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                session_capabilities=sessions,
+            ),
+            agent_info=Implementation(name="runwield", title="RunWield", version=version("runwield-bridge")),
+            auth_methods=[],
+            field_meta=steering_support_meta(),
+        )
 
     async def authenticate(self, request: AuthenticateRequest) -> dict[str, Any]:
         """No authentication method is advertised, so no ``methodId`` can match one (-32602)."""
         details = "this agent advertises no authentication methods and needs no authentication"
         raise RequestError.invalid_params({"methodId": request.method_id, "details": details})
 
-    async def new_session(self, request: NewSessionRequest) -> dict[str, Any]:
+    async def new_session(self, request: NewSessionRequest) -> NewSessionResponse:
         cwd = _checked_cwd(request.cwd)
         record = await self.host.create(cwd)
         self.host.attach(record.id, self.emitter(record.id), self._forms(record.id))
         self._after_response(self._advertise_commands(record.id))
-        return {"sessionId": record.id, "configOptions": record_options(self.host.models, record)}
+        return NewSessionResponse(session_id=record.id, config_options=record_options(self.host.models, record))
 
-    async def load_session(self, request: LoadSessionRequest) -> dict[str, Any]:
-        return await self._reopen(request.session_id, request.cwd, replay=True)
+    async def load_session(self, request: LoadSessionRequest) -> LoadSessionResponse:
+        return LoadSessionResponse(config_options=await self._reopen(request.session_id, request.cwd, replay=True))
 
-    async def resume_session(self, request: ResumeSessionRequest) -> dict[str, Any]:
+    async def resume_session(self, request: ResumeSessionRequest) -> ResumeSessionResponse:
         """Like ``session/load``, without replaying the conversation: the client shows what it already has."""
-        return await self._reopen(request.session_id, request.cwd, replay=False)
+        return ResumeSessionResponse(config_options=await self._reopen(request.session_id, request.cwd, replay=False))
 
-    async def list_sessions(self, request: ListSessionsRequest) -> dict[str, Any]:
+    async def list_sessions(self, request: ListSessionsRequest) -> ListSessionsResponse:
         return await list_sessions(self.host.store.sessions, request)
 
-    async def _reopen(self, session_id: str, cwd: str, *, replay: bool) -> dict[str, Any]:
+    async def _reopen(self, session_id: str, cwd: str, *, replay: bool) -> list[Any]:
         """Open a stored Session for this client (replaying its history first if asked) and attend to it."""
         _checked_cwd(cwd)
         await self._open(session_id)
@@ -176,9 +214,9 @@ class AcpAgentServer:
                 await emit(event)
         self._after_response(self._advertise_commands(record.id))
         self._after_response(self.host.attend(record.id, emit, self._forms(record.id)))
-        return {"configOptions": record_options(self.host.models, record)}
+        return record_options(self.host.models, record)
 
-    async def prompt(self, request: PromptRequest) -> dict[str, Any]:
+    async def prompt(self, request: PromptRequest) -> PromptResponse:
         """A prompt runs a turn, unless a chat question waits: then it is the reply to that question."""
         session_id = request.session_id
         await self._open(session_id)
@@ -193,7 +231,7 @@ class AcpAgentServer:
             raise _busy(session_id, str(exc), reason, prompt=text) from None
         return _stop_reason(result, session_id)
 
-    async def _answer(self, pending: PendingQuestion, reply: ChatReply) -> dict[str, Any]:
+    async def _answer(self, pending: PendingQuestion, reply: ChatReply) -> PromptResponse:
         """Apply a chat reply to the waiting question: settle it (the turn goes on), or say why it did not."""
         session_id = pending.session_id
         typing_other = self._typing_other.get(session_id) == pending.id
@@ -213,9 +251,9 @@ class AcpAgentServer:
             self._typing_other[session_id] = pending.id
             update = question_update(other_prompt(pending.question), pending.id, "other")
         await self.send_update(session_id, update)
-        return {"stopReason": "end_turn"}
+        return PromptResponse(stop_reason="end_turn")
 
-    async def steer(self, request: PromptRequest) -> dict[str, Any]:
+    async def steer(self, request: PromptRequest) -> SteeringAnswer:
         """``_session/steering``: add input to the running turn, or say that it needs an ordinary prompt."""
         text = read_reply(request.prompt).command or prompt_text(request.prompt)
         try:
@@ -226,7 +264,7 @@ class AcpAgentServer:
             raise RequestError(NOT_FOUND_CODE, str(exc), {"sessionId": request.session_id, "reason": "closed"}) from None
         except SteeringRejected as exc:
             raise RequestError.invalid_params({"sessionId": request.session_id, "details": str(exc)}) from None
-        return {"outcome": result.outcome} | ({"reason": result.reason} if result.reason else {})
+        return SteeringAnswer(outcome=result.outcome, **({"reason": result.reason} if result.reason else {}))
 
     def _forms(self, session_id: str) -> FormAsker | None:
         """How this client answers a Session's questions in place: forms when it advertised them."""
@@ -239,12 +277,8 @@ class AcpAgentServer:
         assert self.conn is not None
         problem = ""
         for _ in range(FORM_ATTEMPTS):
-            request_id = self.conn._next_request_id  # the SDK hides the id; $/cancel_request needs it
-            try:
-                response = await self.conn.send_request("elicitation/create", form_request(session_id, pending, problem))
-            except asyncio.CancelledError:  # cancelled or expired: close the form on the client too
-                await asyncio.shield(self._cancel_request(request_id))
-                raise
+            try:  # cancelled or expired: the form is closed on the client too
+                response = await request_withdrawn_on_cancel(self.conn, "elicitation/create", wire(form_request(session_id, pending, problem)))
             except (RequestError, ConnectionError) as exc:
                 return Outcome.failed(f"the client could not show the form: {exc}")
             outcome = form_outcome(pending.question, response)
@@ -252,13 +286,6 @@ class AcpAgentServer:
                 return outcome
             problem = outcome
         return Outcome.failed(f"no usable answer after {FORM_ATTEMPTS} forms: {problem}")
-
-    async def _cancel_request(self, request_id: int) -> None:
-        assert self.conn is not None
-        try:
-            await self.conn.send_notification("$/cancel_request", {"requestId": request_id})
-        except ConnectionError:
-            pass
 
     async def _advertise_commands(self, session_id: str) -> None:
         await self.send_update(session_id, commands_update(await self.host.commands_for(session_id)))
@@ -282,19 +309,19 @@ class AcpAgentServer:
     async def cancel(self, request: CancelNotification) -> None:
         await self.host.cancel(request.session_id)
 
-    async def close_session(self, request: CloseSessionRequest) -> dict[str, Any]:
+    async def close_session(self, request: CloseSessionRequest) -> CloseSessionResponse:
         await self._open(request.session_id)
         await self.host.close(request.session_id)
-        return {}
+        return CloseSessionResponse()
 
-    async def delete_session(self, request: DeleteSessionRequest) -> dict[str, Any]:
+    async def delete_session(self, request: DeleteSessionRequest) -> DeleteSessionResponse:
         try:
             await self.host.archive(request.session_id)
         except SessionNotFound:
             pass
-        return {}
+        return DeleteSessionResponse()
 
-    async def set_config_option(self, request: SetSessionConfigOptionSelectRequest) -> dict[str, Any]:
+    async def set_config_option(self, request: SetSessionConfigOptionSelectRequest) -> SetSessionConfigOptionResponse:
         """The client's own change: the answer carries the complete options, and no update echoes it back
         (``config_option_update`` is for changes the agent makes; nothing is said outside a turn)."""
         await self._open(request.session_id)
@@ -307,7 +334,7 @@ class AcpAgentServer:
             raise RequestError.invalid_params({"configId": request.config_id, "details": str(exc)}) from None
         except SessionBusy as exc:
             raise _busy(request.session_id, str(exc)) from None
-        return {"configOptions": record_options(self.host.models, record)}
+        return SetSessionConfigOptionResponse(config_options=record_options(self.host.models, record))
 
     async def _open(self, session_id: str):
         try:
@@ -338,13 +365,13 @@ def _not_found(session_id: str) -> RequestError:
     return RequestError(NOT_FOUND_CODE, f"Session {session_id} not found", {"sessionId": session_id})
 
 
-def _stop_reason(result: PromptResult, session_id: str) -> dict[str, Any]:
+def _stop_reason(result: PromptResult, session_id: str) -> PromptResponse:
     """The ``session/prompt`` answer: a turn parked on a chat question ends this request with ``end_turn``."""
     if isinstance(result, AwaitingReply):
-        return {"stopReason": "end_turn"}
+        return PromptResponse(stop_reason="end_turn")
     if result.stop_reason == "error":
         raise RequestError.internal_error({"details": result.error, "sessionId": session_id})
-    return {"stopReason": result.stop_reason}
+    return PromptResponse(stop_reason=result.stop_reason)
 
 
 def prompt_text(blocks: list[Any]) -> str:

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import os
-import stat
 import sys
 from typing import Any
 
-from acp._transport import NdjsonTransport
-from acp.stdio import _start_stdin_feeder, _StdoutTransport, _WritePipeProtocol
-from acp.task import MessageSender, TaskSupervisor
+from .sdk_gaps import LineTransport, output_sink, stdin_reader
 
 STREAM_LIMIT = 50 * 1024 * 1024
 MAX_DEPTH = 64  # arrays and objects nested deeper than this are refused: no ACP message needs more
@@ -137,62 +133,26 @@ def _answerable_id(message: Any) -> Any:
     return None
 
 
-class CheckedNdjsonTransport(NdjsonTransport):
+class CheckedNdjsonTransport(LineTransport):
     """Newline-delimited JSON-RPC that replies -32700 / -32600 to bad lines and keeps serving."""
 
-    async def receive(self) -> dict[str, Any] | None:
-        while True:
-            line = await self._read_line()
-            if not line:
-                return None
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                message = parse_json(line)
-            except ParseError as exc:
-                await self.send(_error(None, -32700, f"Parse error: {exc}"))
-                continue
-            if reason := invalid_request_reason(message):
-                await self.send(_error(_answerable_id(message), -32600, f"Invalid request: {reason}"))
-                continue
-            return message
+    async def parse(self, line: bytes) -> dict[str, Any] | None:
+        try:
+            message = parse_json(line)
+        except ParseError as exc:
+            await self.send(_error(None, -32700, f"Parse error: {exc}"))
+            return None
+        if reason := invalid_request_reason(message):
+            await self.send(_error(_answerable_id(message), -32600, f"Invalid request: {reason}"))
+            return None
+        return message
 
 
-async def protocol_stdio(supervisor: TaskSupervisor) -> CheckedNdjsonTransport:
+async def protocol_stdio() -> CheckedNdjsonTransport:
     """Bind the protocol to stdin/stdout and point fd 1 at stderr, so stray prints never corrupt the stream."""
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=STREAM_LIMIT)
-    if _pollable(sys.stdin.fileno()):
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    else:
-        _start_stdin_feeder(loop, reader)
+    reader = await stdin_reader(STREAM_LIMIT)
     sys.stdout.flush()
     protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    write_protocol = _WritePipeProtocol()
-    if _pollable(protocol_out.fileno()):
-        transport, _ = await loop.connect_write_pipe(lambda: write_protocol, protocol_out)
-    else:
-        transport = _FileTransport(protocol_out)
-    writer = asyncio.StreamWriter(transport, write_protocol, None, loop)
-    return CheckedNdjsonTransport(reader, MessageSender(writer, supervisor))
-
-
-def _pollable(fd: int) -> bool:
-    """Pipes, sockets and terminals can be watched by the event loop; files and /dev/null cannot."""
-    mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
-
-
-class _FileTransport(_StdoutTransport):
-    """Writes protocol bytes to a file object that is not a pipe."""
-
-    def __init__(self, file: Any) -> None:
-        super().__init__()
-        self._file = file
-
-    def write(self, data: bytes) -> None:  # type: ignore[override]
-        if not self._is_closing:
-            self._file.write(data)
+    return CheckedNdjsonTransport(reader, await output_sink(protocol_out))

@@ -7,6 +7,27 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from acp.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    AvailableCommand,
+    AvailableCommandsUpdate,
+    ConfigOptionUpdate,
+    ContentToolCallContent,
+    Cost,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionInfoUpdate,
+    SessionNotification,
+    TextContentBlock,
+    ToolCallProgress,
+    ToolCallStart,
+    UnstructuredCommandInput,
+    UsageUpdate,
+    UserMessageChunk,
+)
+from pydantic import BaseModel
+
 from ..core.catalog import BUILTIN_AGENTS, ModelCatalog
 from ..core.commands import Command
 from ..core.events import (
@@ -23,51 +44,62 @@ from ..core.events import (
     UserMessage,
 )
 from ..core.records import SessionRecord
-from .extensions import ALIASES, NOTICE, PLAN_LINK, PlanLinkMeta, meta, turn_settled_update
+from .extensions import ALIASES, NOTICE, PLAN_LINK, QUESTION, TURN, PlanLinkMeta, QuestionMeta, TurnMeta
 from .menus import render_menu
 
 NOTICE_PREFIX = {"info": "ℹ️ ", "success": "✅ ", "warning": "⚠️ ", "error": "❌ "}
+Update = (
+    UserMessageChunk
+    | AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | AvailableCommandsUpdate
+    | ConfigOptionUpdate
+    | SessionInfoUpdate
+    | UsageUpdate
+)
 
 
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
+def _text(text: str) -> TextContentBlock:
+    return TextContentBlock(type="text", text=text)
 
 
-def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> dict[str, Any] | None:
-    """The ``update`` object for an event, or None for events that are not sent as updates."""
+def wire(message: BaseModel) -> dict[str, Any]:
+    """An SDK model as it goes on the wire: exactly the fields that were set."""
+    return message.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
+
+
+def notification(session_id: str, update: Update) -> dict[str, Any]:
+    """``session/update`` params."""
+    return wire(SessionNotification(session_id=session_id, update=update))
+
+
+def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> Update | None:
+    """The ``update`` for an event, or None for events that are not sent as updates."""
     if isinstance(event, UserMessage):
-        update = {"sessionUpdate": "user_message_chunk", "content": _text(event.text)}
-        return _with_message_id(update, event.message_id)
+        return UserMessageChunk(session_update="user_message_chunk", content=_text(event.text), **_message_id(event.message_id))
     if isinstance(event, MessageChunk):
-        return _with_message_id({"sessionUpdate": "agent_message_chunk", "content": _text(event.text)}, event.message_id)
+        return _agent_text(event.text, event.message_id)
     if isinstance(event, Thought):
-        return {"sessionUpdate": "agent_thought_chunk", "content": _text(event.text)}
+        return AgentThoughtChunk(session_update="agent_thought_chunk", content=_text(event.text))
     if isinstance(event, ToolProgress):
         return _tool_update(event)
     if isinstance(event, Usage):
-        update: dict[str, Any] = {"sessionUpdate": "usage_update", "used": event.used, "size": event.size}
-        if event.cost_usd is not None:
-            update["cost"] = {"amount": round(event.cost_usd, 10), "currency": "USD"}
-        return update
+        cost = {} if event.cost_usd is None else {"cost": Cost(amount=round(event.cost_usd, 10), currency="USD")}
+        return UsageUpdate(session_update="usage_update", used=event.used, size=event.size, **cost)
     if isinstance(event, Notice):
-        prefix = NOTICE_PREFIX[event.level]
-        return {
-            "sessionUpdate": "agent_message_chunk",
-            "content": _text(f"\n{prefix}{event.text}\n"),
-            "_meta": meta(NOTICE, event.level),
-        }
+        return _agent_text(f"\n{NOTICE_PREFIX[event.level]}{event.text}\n", None, NOTICE.meta(event.level))
     if isinstance(event, PlanLink):
-        return _with_message_id(
-            {"sessionUpdate": "agent_message_chunk", "content": _text(event.text), "_meta": meta(PLAN_LINK, plan_link_meta(event))},
-            event.message_id,
-        )
+        return _agent_text(event.text, event.message_id, PLAN_LINK.meta(plan_link_meta(event)))
     if isinstance(event, SelectionChanged) and catalog is not None:
         options = config_options(catalog, event.agent, event.model, event.reasoning)
-        return {"sessionUpdate": "config_option_update", "configOptions": options}
+        return ConfigOptionUpdate(session_update="config_option_update", config_options=options)
     if isinstance(event, QuestionAsked):
         return question_update(render_menu(event.question), event.question_id, "asked")
     if isinstance(event, TurnSettled):
-        return turn_settled_update(event.stop_reason, _iso(time.time()))
+        meta = TURN.meta(TurnMeta(stop_reason=event.stop_reason))
+        return SessionInfoUpdate(session_update="session_info_update", updated_at=_iso(time.time()), field_meta=meta)
     return None
 
 
@@ -80,87 +112,65 @@ def _iso(seconds: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
-def question_update(text: str, question_id: str, state: Literal["asked", "unmatched", "other"]) -> dict[str, Any]:
+def question_update(text: str, question_id: str, state: Literal["asked", "unmatched", "other"]) -> AgentMessageChunk:
     """A chat-menu message: the question asked, repeated after a reply that did not match, or asking for Other's text."""
-    return {
-        "sessionUpdate": "agent_message_chunk",
-        "content": _text(text),
-        "messageId": uuid.uuid4().hex,
-        "_meta": {"runwield": {"question": {"id": question_id, "state": state}}},
-    }
+    return _agent_text(text, uuid.uuid4().hex, QUESTION.meta(QuestionMeta(id=question_id, state=state)))
 
 
-def commands_update(commands: Sequence[Command]) -> dict[str, Any]:
+def commands_update(commands: Sequence[Command]) -> AvailableCommandsUpdate:
     """``available_commands_update`` for a Session's commands; aliases ride in ``_meta``."""
-    available = []
-    for command in commands:
-        entry: dict[str, Any] = {"name": command.name, "description": command.description}
-        if command.hint:
-            entry["input"] = {"hint": command.hint}
-        if command.aliases:
-            entry["_meta"] = meta(ALIASES, list(command.aliases))
-        available.append(entry)
-    return {"sessionUpdate": "available_commands_update", "availableCommands": available}
+    available = [
+        AvailableCommand(
+            name=command.name,
+            description=command.description,
+            **({"input": UnstructuredCommandInput(hint=command.hint)} if command.hint else {}),
+            **({"field_meta": ALIASES.meta(list(command.aliases))} if command.aliases else {}),
+        )
+        for command in commands
+    ]
+    return AvailableCommandsUpdate(session_update="available_commands_update", available_commands=available)
 
 
-def _with_message_id(update: dict[str, Any], message_id: str | None) -> dict[str, Any]:
-    if message_id:
-        update["messageId"] = message_id
-    return update
+def _agent_text(text: str, message_id: str | None, meta: dict[str, Any] | None = None) -> AgentMessageChunk:
+    extra = _message_id(message_id) | ({"field_meta": meta} if meta else {})
+    return AgentMessageChunk(session_update="agent_message_chunk", content=_text(text), **extra)
 
 
-def _tool_update(event: ToolProgress) -> dict[str, Any]:
+def _message_id(message_id: str | None) -> dict[str, str]:
+    return {"message_id": message_id} if message_id else {}
+
+
+def _tool_update(event: ToolProgress) -> ToolCallStart | ToolCallProgress:
     if event.started:
-        update: dict[str, Any] = {
-            "sessionUpdate": "tool_call",
-            "toolCallId": event.call_id,
-            "title": event.title,
-            "kind": event.kind,
-            "status": event.status,
-        }
-        if event.raw_input is not None:
-            update["rawInput"] = event.raw_input
-        return update
-    update = {"sessionUpdate": "tool_call_update", "toolCallId": event.call_id, "status": event.status}
-    if event.output is not None:
-        update["content"] = [{"type": "content", "content": _text(event.output)}]
-    return update
+        raw_input = {} if event.raw_input is None else {"raw_input": event.raw_input}
+        return ToolCallStart(
+            session_update="tool_call", tool_call_id=event.call_id, title=event.title, kind=event.kind, status=event.status, **raw_input
+        )
+    content = {} if event.output is None else {"content": [ContentToolCallContent(type="content", content=_text(event.output))]}
+    return ToolCallProgress(session_update="tool_call_update", tool_call_id=event.call_id, status=event.status, **content)
 
 
-def config_options(catalog: ModelCatalog, agent: str, model: str, reasoning: str | None) -> list[dict[str, Any]]:
+def config_options(catalog: ModelCatalog, agent: str, model: str, reasoning: str | None) -> list[SessionConfigOptionSelect]:
     """The complete current selection: Agent (mode), model, and reasoning level where the model reasons."""
-    options: list[dict[str, Any]] = [
-        {
-            "id": "mode",
-            "name": "Agent",
-            "category": "mode",
-            "type": "select",
-            "currentValue": agent,
-            "options": [{"value": a.id, "name": a.name, "description": a.description} for a in BUILTIN_AGENTS],
-        },
-        {
-            "id": "model",
-            "name": "Model",
-            "category": "model",
-            "type": "select",
-            "currentValue": model,
-            "options": [{"value": m.id, "name": m.name, "description": m.description} for m in catalog.all()],
-        },
+    options = [
+        _select("mode", "Agent", agent, [_option(a.id, a.name, a.description) for a in BUILTIN_AGENTS]),
+        _select("model", "Model", model, [_option(m.id, m.name, m.description) for m in catalog.all()]),
     ]
     info = catalog.info(model)
     if info.reasons and reasoning is not None:
-        options.append(
-            {
-                "id": "thought_level",
-                "name": "Reasoning",
-                "category": "thought_level",
-                "type": "select",
-                "currentValue": reasoning,
-                "options": [{"value": level, "name": level.capitalize()} for level in info.reasoning_levels],
-            }
-        )
+        levels = [SessionConfigSelectOption(value=level, name=level.capitalize()) for level in info.reasoning_levels]
+        options.append(_select("thought_level", "Reasoning", reasoning, levels))
     return options
 
 
-def record_options(catalog: ModelCatalog, record: SessionRecord) -> list[dict[str, Any]]:
+def _select(option_id: str, name: str, current: str, options: list[SessionConfigSelectOption]) -> SessionConfigOptionSelect:
+    """A select option whose category is its id (``mode``, ``model``, ``thought_level``)."""
+    return SessionConfigOptionSelect(id=option_id, name=name, category=option_id, type="select", current_value=current, options=options)
+
+
+def _option(value: str, name: str, description: str) -> SessionConfigSelectOption:
+    return SessionConfigSelectOption(value=value, name=name, description=description)
+
+
+def record_options(catalog: ModelCatalog, record: SessionRecord) -> list[SessionConfigOptionSelect]:
     return config_options(catalog, record.agent, record.model, record.reasoning)

@@ -12,7 +12,7 @@ from acp import PROTOCOL_VERSION
 from acp.client.connection import ClientSideConnection
 from acp.schema import Implementation, InitializeResponse, PermissionOption, RequestPermissionResponse, ToolCallProgress, ToolCallUpdate
 
-from ..acp.client import CLIENT_CAPABILITIES, AgentEndpoint, SessionOfRequest, route_elicitations
+from ..acp.client import CLIENT_CAPABILITIES, AgentEndpoint, SessionOfRequest
 from .supervisor import Backoff, Supervisor, Unavailable
 
 log = logging.getLogger(__name__)
@@ -121,7 +121,6 @@ class AgentLink:
     async def _serve(self) -> None:
         client = LinkClient(self)
         async with self.endpoint.open(client, [self.requests]) as (conn, gone):
-            route_elicitations(conn, client.elicit)
             try:
                 info = await asyncio.wait_for(
                     conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=CLIENT_CAPABILITIES, client_info=CLIENT_INFO),

@@ -20,7 +20,7 @@ from acp import RequestError, image_block, text_block
 from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
 from ..acp.client import AgentEndpoint
-from ..acp.extensions import aliases_of, is_error_notice, turn_of
+from ..acp.extensions import ALIASES, NOTICE, TURN
 from ..config import ConfigError
 from ..redaction import redact
 from .agents import AgentLink, AgentUnavailable
@@ -406,12 +406,12 @@ class Bridge:
             self._commands_changed(state, _menu_commands(update))
         elif kind == "config_option_update":
             state.model_option = _model_option(update.config_options) or state.model_option
-        elif (turn := turn_of(update)) is not None:
+        elif (turn := TURN.read(update)) is not None:
             if (aside := state.aside) is not None:
                 state.aside = None
                 self.background.spawn(aside.finish(turn.stop_reason), f"aside:{state.conversation.key}")
         elif state.view is not None:
-            if is_error_notice(update):
+            if NOTICE.read(update) == "error":
                 state.errors_shown.append(getattr(update.content, "text", ""))
             state.view.update(update)
         elif kind in SHOWN:
@@ -555,7 +555,7 @@ def _conversation_of(key: str) -> Conversation:
 
 
 def _menu_commands(update: Any) -> tuple[MenuCommand, ...]:
-    return tuple(MenuCommand(c.name, c.description, aliases_of(c)) for c in update.available_commands)
+    return tuple(MenuCommand(c.name, c.description, tuple(ALIASES.read(c) or ())) for c in update.available_commands)
 
 
 def _model_option(options: Any) -> Any:

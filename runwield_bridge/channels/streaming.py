@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..acp.extensions import plan_link_of
+from ..acp.extensions import PLAN_LINK
 from .budget import ChatBudget, Clock
 from .chunker import split_message
 from .contract import Button, Channel, Conversation, MessageRef, RateLimited
@@ -37,7 +37,7 @@ SHOWN = ("agent_message_chunk", "tool_call", "tool_call_update")
 
 def link_of(update: Any) -> tuple[str, str] | None:
     """A link the agent marked for a button (RunWield's review link): its URL and label."""
-    link = plan_link_of(update)
+    link = PLAN_LINK.read(update)
     return (link.url, link.label) if link is not None else None
 
 
