@@ -148,3 +148,16 @@ async def test_updates_reach_the_bridge_in_the_order_they_came_even_when_their_c
     finally:
         await bridge.close()
         await app.close()
+
+
+async def test_an_interrupted_update_delivered_twice_while_the_first_is_being_told_is_told_once(tmp_path: Path) -> None:
+    store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}")
+    try:
+        for log in (store.bridge, MemoryUpdateLog()):
+            assert await log.claim_update("telegram", "9001", "a run that crashed") is None
+            this_run = Deliveries(log)
+            first = await this_run.claim("telegram", "9001")  # being told, not finished yet
+            again = await this_run.claim("telegram", "9001")
+            assert (first, again) == (Delivery.INTERRUPTED, Delivery.REPEAT), type(log).__name__
+    finally:
+        await store.close()

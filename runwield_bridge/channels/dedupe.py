@@ -35,6 +35,10 @@ class UpdateLog(Protocol):
 
     async def claim_update(self, channel: str, update_id: str, owner: str) -> ClaimRecord | None: ...
 
+    async def take_over_update(self, channel: str, update_id: str, earlier_owner: str, owner: str) -> bool:
+        """Move an unfinished claim from ``earlier_owner`` to ``owner`` atomically; False if another took it first."""
+        ...
+
     async def finish_update(self, channel: str, update_id: str) -> None: ...
 
     async def forget_updates(self, claimed_before: float) -> None: ...
@@ -58,6 +62,13 @@ class MemoryUpdateLog:
             self._claims[(channel, update_id)] = (_Claim(owner), time.time())
         return earlier[0] if earlier else None
 
+    async def take_over_update(self, channel: str, update_id: str, earlier_owner: str, owner: str) -> bool:
+        claim = self._claims.get((channel, update_id))
+        if claim is None or claim[0].owner != earlier_owner:
+            return False
+        claim[0].owner = owner
+        return True
+
     async def finish_update(self, channel: str, update_id: str) -> None:
         if claim := self._claims.get((channel, update_id)):
             claim[0].finished = True
@@ -74,7 +85,8 @@ class Delivery(Enum):
     REPEAT = "repeat"
     """Handled already, or being handled now: drop it."""
     INTERRUPTED = "interrupted"
-    """An earlier run claimed it and stopped before finishing: not re-run; the conversation is told."""
+    """An earlier run claimed it and stopped before finishing: not re-run; the conversation is told (by the one
+    delivery that takes the claim over, so a second redelivery meanwhile is a repeat)."""
 
 
 class Deliveries:
@@ -91,7 +103,7 @@ class Deliveries:
         earlier = await self.updates.claim_update(channel, update_id, self.owner)
         if earlier is None:
             return Delivery.FIRST
-        if earlier.finished or earlier.owner == self.owner:
+        if earlier.finished or earlier.owner == self.owner or not await self.updates.take_over_update(channel, update_id, earlier.owner, self.owner):
             log.info("%s update %s was delivered again; already handled", channel, update_id)
             return Delivery.REPEAT
         log.warning("%s update %s was claimed by a bridge run that stopped before finishing it; not handled again", channel, update_id)

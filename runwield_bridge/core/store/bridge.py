@@ -47,6 +47,16 @@ class BridgeStateRepository(Repository):
             row = await db.get(SeenUpdateRow, (channel, update_id))
             return None if row is None else frozen(SeenUpdate, row)
 
+    async def take_over_update(self, channel: str, update_id: str, earlier_owner: str, owner: str) -> bool:
+        """Move an unfinished claim from ``earlier_owner`` to ``owner``; False if another took it first."""
+        query = update(SeenUpdateRow).where(
+            col(SeenUpdateRow.channel) == channel, col(SeenUpdateRow.update_id) == update_id, col(SeenUpdateRow.owner) == earlier_owner
+        )
+        async with self._db() as db:
+            result = await db.exec(query.values(owner=owner))
+            await db.commit()
+            return bool(result.rowcount)
+
     async def finish_update(self, channel: str, update_id: str) -> None:
         async with self._db() as db:
             await db.exec(update(SeenUpdateRow).where(col(SeenUpdateRow.channel) == channel, col(SeenUpdateRow.update_id) == update_id).values(finished=True))
