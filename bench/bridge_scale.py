@@ -90,7 +90,7 @@ async def measure(size: int) -> dict[str, Any]:
     from runwield_bridge.acp import server
     from runwield_bridge.acp.client import InProcessAgent
     from runwield_bridge.app import App
-    from runwield_bridge.channels.bridge import Bridge
+    from runwield_bridge.bridge.bridge import Bridge
     from runwield_bridge.channels.budget import ChatBudget
     from runwield_bridge.channels.contract import Capabilities, Conversation, IncomingMessage, MessageRef, Sender
     from runwield_bridge.channels.settings import ChannelSettings

@@ -49,7 +49,7 @@ async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
-    from .channels.runner import NO_CHANNELS, run_bridge
+    from .bridge.runner import NO_CHANNELS, run_bridge
 
     if not settings.channels:  # before anything is created
         print(NO_CHANNELS, file=sys.stderr)

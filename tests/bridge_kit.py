@@ -13,10 +13,10 @@ from typing import Any
 from runwield_bridge.app import App
 from runwield_bridge.channels.budget import ChatBudget
 from runwield_bridge.channels.contract import Button, Capabilities, Conversation, MessageRef, RateLimited
-from runwield_bridge.channels.runner import BridgeService
+from runwield_bridge.bridge.runner import BridgeService
 from runwield_bridge.channels.settings import ChannelSettings
 from runwield_bridge.channels.streaming import StreamingReply
-from runwield_bridge.channels.supervisor import Backoff
+from runwield_bridge.bridge.supervisor import Backoff
 from runwield_bridge.config import Settings
 from tests.fakes.base import HttpResult
 from tests.fakes.telegram_api import TelegramFake

@@ -11,7 +11,7 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from runwield_bridge.app import App
-from runwield_bridge.channels.runner import BridgeService
+from runwield_bridge.bridge.runner import BridgeService
 from runwield_bridge.config import Settings
 from tests.bridge_kit import FAST_BACKOFF
 from tests.fakes.base import FakeServer, HttpResult

@@ -11,11 +11,11 @@ from sqlalchemy import text
 
 from runwield_bridge.acp.client import InProcessAgent
 from runwield_bridge.app import App
-from runwield_bridge.channels.bindings import MemoryBindings
-from runwield_bridge.channels.bridge import BUILTIN_AGENT, Bridge
+from runwield_bridge.bridge.bindings import MemoryBindings
+from runwield_bridge.bridge.bridge import BUILTIN_AGENT, Bridge
 from runwield_bridge.channels.contract import Conversation, IncomingMessage, Sender
-from runwield_bridge.channels.dedupe import KEEP_SECONDS, ClaimRecord, Deliveries, Delivery, MemoryUpdateLog
-from runwield_bridge.channels.inbox import INTERRUPTED
+from runwield_bridge.bridge.dedupe import KEEP_SECONDS, ClaimRecord, Deliveries, Delivery, MemoryUpdateLog
+from runwield_bridge.bridge.inbox import INTERRUPTED
 from runwield_bridge.config import Settings
 from runwield_bridge.core.store import Store
 from tests.bridge_kit import OWNER, RecordingChannel, agent_calls, asking_agent, bridge_world

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from runwield_bridge.channels.supervisor import Backoff, Supervisor
+from runwield_bridge.bridge.supervisor import Backoff, Supervisor
 from waiting import PATIENCE
 
 

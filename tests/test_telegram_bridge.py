@@ -11,7 +11,7 @@ import pytest
 
 from runwield_bridge.config import ConfigError, Settings
 from runwield_bridge.host import load_plugins
-from runwield_bridge.channels.runner import BridgeService
+from runwield_bridge.bridge.runner import BridgeService
 from runwield_bridge.channels.telegram.channel import SECRET_HEADER
 from tests.bridge_kit import OWNER, SECRET, STRANGER, agent_calls, asking_agent, bridge_world
 from tests.fakes.base import http_post, raw_post

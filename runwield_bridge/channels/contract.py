@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import ConfigError
-from .chunker import Weight, char_weight
+from .chunking import Weight, char_weight
 
 if TYPE_CHECKING:
     from ..web.server import WebServer

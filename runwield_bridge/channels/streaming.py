@@ -16,7 +16,7 @@ from typing import Any
 
 from ..acp.extensions import plan_link_of
 from .budget import ChatBudget, Clock
-from .chunker import split_message
+from .chunking import split_message
 from .contract import Button, Channel, Conversation, MessageRef, RateLimited
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from discord.http import Route
 
 from ..allowlist import stranger_notice
 from ..budget import Budgets
-from ..bridge import BridgeError
+from ...bridge.bridge import BridgeError
 from ..contract import Button, ButtonPress, Capabilities, ChannelContext, Conversation, CredentialsRejected, Inbox, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
 from ..streaming import StreamingReply
 from .components import MODEL_SELECT, PRESS_PREFIX, button_view, model_view

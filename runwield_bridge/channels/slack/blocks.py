@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..chunker import split_message
+from ..chunking import split_message
 from ..contract import Button
 
 SECTION_LENGTH = 3000

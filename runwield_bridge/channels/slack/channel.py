@@ -29,7 +29,7 @@ from ..streaming import StreamingReply
 from ..webhooks import refuse
 from .blocks import blocks
 from .events import conversation_of, from_a_person, images, mentions, sent_at, without_mention
-from .markup import mrkdwn_weight, to_mrkdwn
+from .mrkdwn import mrkdwn_weight, to_mrkdwn
 from .payload import UserInfo, request_problem, signed
 from .settings import SlackSettings
 

@@ -31,15 +31,15 @@ from telegram.warnings import PTBDeprecationWarning
 from ...redaction import keep_secret
 from ..background import Background
 from ..budget import Budgets
-from ..chunker import utf16_weight
-from ..commands import BRIDGE_COMMANDS
+from ..chunking import utf16_weight
+from ...bridge.commands import BRIDGE_COMMANDS
 from ..contract import Button, Capabilities, ChannelContext, Conversation, CredentialsRejected, Inbox, MenuCommand, MessageRef, RateLimited
 from ..streaming import StreamingReply
 from ..webhooks import misfit, refuse
-from .markup import to_html
+from .html import to_html
 from .payload import WebhookUpdate
 from .settings import TelegramSettings
-from .updates import BotIdentity, message_event, press_event
+from .events import BotIdentity, message_event, press_event
 
 log = logging.getLogger(__name__)
 

@@ -25,14 +25,14 @@ from acp.schema import (
     UserMessageChunk,
 )
 
-from ..acp.client import InProcessAgent
-from ..hookspecs import hookimpl
-from .background import Background
-from .bindings import MemoryBindings
-from .bridge import BUILTIN_AGENT, Bridge
-from .commands import parse_command
-from .conversations import BridgeError
-from .contract import (
+from ...acp.client import InProcessAgent
+from ...hookspecs import hookimpl
+from ..background import Background
+from ...bridge.bindings import MemoryBindings
+from ...bridge.bridge import BUILTIN_AGENT, Bridge
+from ...bridge.commands import parse_command
+from ...bridge.conversations import BridgeError
+from ..contract import (
     Button,
     Capabilities,
     ChannelContext,
@@ -43,7 +43,7 @@ from .contract import (
     MessageRef,
     Sender,
 )
-from .settings import ChannelSettings, Id, parse_section
+from ..settings import ChannelSettings, Id, parse_section
 
 EXIT_WORDS = {"/quit", "/exit"}
 CONVERSATION = Conversation("console", "local")

@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from .contract import Channel, Conversation, MenuCommand, ReplyView
+from ..channels.contract import Channel, Conversation, MenuCommand, ReplyView
 
 
 class BridgeError(Exception):

@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from .contract import ButtonPress, Channel, Conversation, IncomingMessage, ModelMenu, Sender
+from ..channels.contract import ButtonPress, Channel, Conversation, IncomingMessage, ModelMenu, Sender
 from .dedupe import Delivery
 from .delivery import deliver
 

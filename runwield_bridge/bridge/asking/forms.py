@@ -34,8 +34,8 @@ from acp.schema import (
 )
 from pydantic import TypeAdapter, ValidationError
 
-from ..acp.other_choice import ChoiceWithOther, NotAnAnswer, other_prompt, read_choice, recognise
-from .interactions import Answer, InvalidAnswer, Outcome, Question
+from ...acp.other_choice import ChoiceWithOther, NotAnAnswer, other_prompt, read_choice, recognise
+from .pending import Answer, InvalidAnswer, Outcome, Question
 
 Kind = Literal["text", "number", "integer", "boolean", "choice", "multi"]
 Ask = Callable[[Question, float], Awaitable[Answer]]

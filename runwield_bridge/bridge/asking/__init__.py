@@ -6,9 +6,9 @@ from typing import Any
 
 from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
-from .contract import Channel, Conversation
-from .interactions import Answer, Interactions, Outcome, Question
-from .questions import parse_request, run_form, run_url
+from ...channels.contract import Channel, Conversation
+from .pending import Answer, Interactions, Outcome, Question
+from .forms import parse_request, run_form, run_url
 
 CANCELLED = RequestPermissionResponse.model_validate({"outcome": {"outcome": "cancelled"}})
 

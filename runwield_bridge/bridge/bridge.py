@@ -23,22 +23,22 @@ from ..acp.client import AgentEndpoint
 from ..acp.extensions import aliases_of, is_error_notice, turn_of
 from ..config import ConfigError
 from ..redaction import redact
-from .agents import AgentLink, AgentUnavailable
-from .allowlist import Allowlist, NoticeThrottle, stranger_notice
+from .agent_links import AgentLink, AgentUnavailable
+from ..channels.allowlist import Allowlist, NoticeThrottle, stranger_notice
 from .asking import CANCELLED, ask_permission, ask_question
-from .background import Background
+from ..channels.background import Background
 from .bindings import BindingStore
 from .commands import BRIDGE_COMMANDS, GREETING, Command, command_list, parse_command
-from .contract import ButtonPress, Channel, Conversation, IncomingMessage, MenuCommand, ModelChoice, ModelMenu, Sender
+from ..channels.contract import ButtonPress, Channel, Conversation, IncomingMessage, MenuCommand, ModelChoice, ModelMenu, Sender
 from .conversations import BridgeError, ConversationState, Replay
 from .dedupe import Deliveries, MemoryUpdateLog, UpdateLog
 from .delivery import deliver
 from .inbox import ChannelInbox
-from .interactions import Interactions
-from .questions import Unsupported
-from .sender import sender_context, wants_sender_context
-from .settings import BindingRoute
-from .streaming import SHOWN
+from .asking.pending import Interactions
+from .asking.forms import Unsupported
+from .sender_context import sender_context, wants_sender_context
+from ..channels.settings import BindingRoute
+from ..channels.streaming import SHOWN
 from .supervisor import Backoff
 
 log = logging.getLogger(__name__)

@@ -16,10 +16,10 @@ from ..host import PluginHost
 from ..web.server import WebServer
 from .bindings import BindingStore
 from .bridge import BUILTIN_AGENT, Bridge
-from .contract import Channel, ChannelContext, ChannelFactory
+from ..channels.contract import Channel, ChannelContext, ChannelFactory
 from .dedupe import UpdateLog
 from .links import unreachable_links
-from .settings import parse_routes
+from ..channels.settings import parse_routes
 from .supervisor import Backoff, Supervisor
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .contract import MenuCommand
+from ..channels.contract import MenuCommand
 
 BRIDGE_COMMANDS: tuple[MenuCommand, ...] = (
     MenuCommand("cancel", "Stop the running turn"),

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from .contract import Button, ButtonPress, Channel, Conversation, MessageRef, Sender
-from .delivery import deliver
+from ...channels.contract import Button, ButtonPress, Channel, Conversation, MessageRef, Sender
+from ..delivery import deliver
 
 log = logging.getLogger(__name__)
 PRESS_PREFIX = "wld"
