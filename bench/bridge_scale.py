@@ -92,7 +92,7 @@ async def measure(size: int) -> dict[str, Any]:
     from runwield_bridge.app import App
     from runwield_bridge.bridge.bridge import Bridge
     from runwield_bridge.channels.budget import ChatBudget
-    from runwield_bridge.channels.contract import Capabilities, Conversation, IncomingMessage, MessageRef, Sender
+    from runwield_bridge.channels.types import Capabilities, Conversation, IncomingMessage, MessageRef, Sender
     from runwield_bridge.channels.settings import ChannelSettings
     from runwield_bridge.channels.streaming import StreamingReply
     from runwield_bridge.config import Settings

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .app import App
-from .channels.contract import ChannelContext, CredentialsRejected
+from .channels.contract import ChannelContext
+from .channels.types import CredentialsRejected
 from .bridge.runner import build_channel
 from .config import ConfigError, Settings
 from .host import PluginHost

@@ -12,7 +12,7 @@ from typing import Any
 
 from runwield_bridge.app import App
 from runwield_bridge.channels.budget import ChatBudget
-from runwield_bridge.channels.contract import Button, Capabilities, Conversation, MessageRef, RateLimited
+from runwield_bridge.channels.types import Button, Capabilities, Conversation, MessageRef, RateLimited
 from runwield_bridge.bridge.runner import BridgeService
 from runwield_bridge.channels.settings import ChannelSettings
 from runwield_bridge.channels.streaming import StreamingReply

@@ -16,7 +16,7 @@ from runwield_bridge.acp.client import CommandAgent, InProcessAgent
 from runwield_bridge.app import App
 from runwield_bridge.bridge.bindings import MemoryBindings
 from runwield_bridge.bridge.bridge import Bridge
-from runwield_bridge.channels.contract import Capabilities, Conversation, IncomingMessage, Sender
+from runwield_bridge.channels.types import Capabilities, Conversation, IncomingMessage, Sender
 from runwield_bridge.bridge.runner import BridgeService
 from runwield_bridge.config import AgentConfig, Settings
 from runwield_bridge.hookspecs import hookimpl

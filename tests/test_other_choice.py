@@ -12,7 +12,7 @@ from acp.schema import ElicitationSchema
 
 from runwield_bridge.acp.forms import form_outcome, requested_schema
 from runwield_bridge.acp.other_choice import NotAnAnswer, read_choice, recognise
-from runwield_bridge.channels.contract import ButtonPress, Capabilities, Conversation, Sender
+from runwield_bridge.channels.types import ButtonPress, Capabilities, Conversation, Sender
 from runwield_bridge.bridge.asking.pending import Answer, Interactions, Question
 from runwield_bridge.bridge.asking.forms import run_form
 from runwield_bridge.core.interactions import Choice, Outcome, Question as HostQuestion, interview

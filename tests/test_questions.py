@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from acp.schema import ElicitationSchema
 
-from runwield_bridge.channels.contract import ButtonPress, Capabilities, Conversation, Sender
+from runwield_bridge.channels.types import ButtonPress, Capabilities, Conversation, Sender
 from runwield_bridge.bridge.asking.pending import Answer, Interactions, InvalidAnswer, Outcome, Question
 from runwield_bridge.bridge.asking.forms import Unsupported, form_fields, parse_request, parse_value, run_form, single_choice
 from tests.bridge_kit import RecordingChannel

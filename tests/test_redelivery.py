@@ -13,7 +13,7 @@ from runwield_bridge.acp.client import InProcessAgent
 from runwield_bridge.app import App
 from runwield_bridge.bridge.bindings import MemoryBindings
 from runwield_bridge.bridge.bridge import BUILTIN_AGENT, Bridge
-from runwield_bridge.channels.contract import Conversation, IncomingMessage, Sender
+from runwield_bridge.channels.types import Conversation, IncomingMessage, Sender
 from runwield_bridge.bridge.dedupe import KEEP_SECONDS, ClaimRecord, Deliveries, Delivery, MemoryUpdateLog
 from runwield_bridge.bridge.inbox import INTERRUPTED
 from runwield_bridge.config import Settings

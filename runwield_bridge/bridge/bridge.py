@@ -28,9 +28,10 @@ from ..channels.allowlist import Allowlist, NoticeThrottle, stranger_notice
 from .asking import CANCELLED, ask_permission, ask_question
 from ..channels.background import Background
 from .bindings import BindingStore
-from .commands import BRIDGE_COMMANDS, GREETING, Command, command_list, parse_command
-from ..channels.contract import ButtonPress, Channel, Conversation, IncomingMessage, MenuCommand, ModelChoice, ModelMenu, Sender
-from .conversations import BridgeError, ConversationState, Replay
+from .commands import GREETING, Command, command_list, parse_command
+from ..channels.contract import BRIDGE_COMMANDS, Channel
+from ..channels.types import BridgeError, ButtonPress, Conversation, IncomingMessage, MenuCommand, ModelChoice, ModelMenu, Sender
+from .conversations import ConversationState, Replay
 from .dedupe import Deliveries, MemoryUpdateLog, UpdateLog
 from .delivery import deliver
 from .inbox import ChannelInbox

@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..channels.contract import MenuCommand
+from ..channels.contract import BRIDGE_COMMANDS
+from ..channels.types import MenuCommand
 
-BRIDGE_COMMANDS: tuple[MenuCommand, ...] = (
-    MenuCommand("cancel", "Stop the running turn"),
-    MenuCommand("new", "Start a new session (optionally on another agent: /new AGENT)"),
-    MenuCommand("resume", "Continue an existing session here: /resume SESSION_ID"),
-    MenuCommand("status", "Agent, session, model and state of this conversation"),
-    MenuCommand("help", "What this bot can do, and every command here"),
-)
 GREETING = "start"
 """What Telegram sends when a person first opens the bot: answered with a greeting and the commands."""
 _NAMES = frozenset(command.name for command in BRIDGE_COMMANDS) | {GREETING}

@@ -7,7 +7,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from ..channels.contract import ButtonPress, Channel, Conversation, IncomingMessage, ModelMenu, Sender
+from ..channels.contract import Channel
+from ..channels.types import ButtonPress, Conversation, IncomingMessage, ModelMenu, Sender
 from .dedupe import Delivery
 from .delivery import deliver
 

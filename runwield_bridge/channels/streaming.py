@@ -17,7 +17,8 @@ from typing import Any
 from ..acp.extensions import plan_link_of
 from .budget import ChatBudget, Clock
 from .chunking import split_message
-from .contract import Button, Channel, Conversation, MessageRef, RateLimited
+from .contract import Channel
+from .types import Button, Conversation, MessageRef, RateLimited
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,8 @@ from typing import Any
 
 from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
-from ...channels.contract import Channel, Conversation
+from ...channels.contract import Channel
+from ...channels.types import Conversation
 from .pending import Answer, Interactions, Outcome, Question
 from .forms import parse_request, run_form, run_url
 

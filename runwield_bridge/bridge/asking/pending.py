@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from ...channels.contract import Button, ButtonPress, Channel, Conversation, MessageRef, Sender
+from ...channels.contract import Channel
+from ...channels.types import Button, ButtonPress, Conversation, MessageRef, Sender
 from ..delivery import deliver
 
 log = logging.getLogger(__name__)

@@ -31,18 +31,8 @@ from ..background import Background
 from ...bridge.bindings import MemoryBindings
 from ...bridge.bridge import BUILTIN_AGENT, Bridge
 from ...bridge.commands import parse_command
-from ...bridge.conversations import BridgeError
-from ..contract import (
-    Button,
-    Capabilities,
-    ChannelContext,
-    Conversation,
-    IncomingMessage,
-    Inbox,
-    MenuCommand,
-    MessageRef,
-    Sender,
-)
+from ..contract import ChannelContext, Inbox
+from ..types import BridgeError, Button, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, Sender
 from ..settings import ChannelSettings, Id, parse_section
 
 EXIT_WORDS = {"/quit", "/exit"}

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 import discord
 from discord import app_commands
 
-from ...bridge.commands import BRIDGE_COMMANDS
+from ..contract import BRIDGE_COMMANDS
 
 RunCommand = Callable[[discord.Interaction, str], Awaitable[None]]
 ShowModels = Callable[[discord.Interaction], Awaitable[None]]

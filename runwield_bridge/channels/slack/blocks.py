@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..chunking import split_message
-from ..contract import Button
+from ..types import Button
 
 SECTION_LENGTH = 3000
 MAX_BUTTONS = 25

@@ -24,7 +24,8 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from ..budget import Budgets
-from ..contract import Button, ButtonPress, Capabilities, ChannelContext, Conversation, CredentialsRejected, Inbox, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
+from ..contract import ChannelContext, Inbox
+from ..types import Button, ButtonPress, Capabilities, Conversation, CredentialsRejected, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
 from ..streaming import StreamingReply
 from ..webhooks import refuse
 from .blocks import blocks

@@ -32,8 +32,8 @@ from ...redaction import keep_secret
 from ..background import Background
 from ..budget import Budgets
 from ..chunking import utf16_weight
-from ...bridge.commands import BRIDGE_COMMANDS
-from ..contract import Button, Capabilities, ChannelContext, Conversation, CredentialsRejected, Inbox, MenuCommand, MessageRef, RateLimited
+from ..contract import BRIDGE_COMMANDS, ChannelContext, Inbox
+from ..types import Button, Capabilities, Conversation, CredentialsRejected, MenuCommand, MessageRef, RateLimited
 from ..streaming import StreamingReply
 from ..webhooks import misfit, refuse
 from .html import to_html
