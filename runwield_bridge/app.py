@@ -1,9 +1,24 @@
-"""Assembles the Session Host from settings and plugins."""
+"""The composition root: the Session Host assembled from settings and plugins, and the Bridge wired to it in process."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import sys
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from typing import Any
 
+from acp import connect_to_agent
+from acp.connection import StreamEvent
+
+from .acp.client import AgentEndpoint, CommandAgent, Connected
+from .acp.serve import in_memory_agent
+from .bridge.bindings import MemoryBindings
+from .bridge.bridge import BUILTIN_AGENT, Bridge
+from .bridge.inbox import ChannelInbox
+from .channels.console.channel import ConsoleChannel, ConsoleSettings
+from .channels.types import BridgeError
 from .config import ConfigError, Settings
 from .core.builtin_commands import BUILTIN_COMMANDS
 from .core.catalog import ModelCatalog, agent_profile, model_info
@@ -92,3 +107,48 @@ class App:
         await self.host.shutdown()
         await self.review_pages.stop()
         await self.store.close()
+
+
+class InProcessAgent:
+    """The built-in Session Host on an in-memory ACP pipe: the same protocol an IDE speaks, no process."""
+
+    description = "built-in Session Host (in process)"
+
+    def __init__(self, host: SessionHost) -> None:
+        self.host = host
+
+    @contextlib.asynccontextmanager
+    async def open(self, client: Any, observers: list[Callable[[StreamEvent], None]]) -> AsyncIterator[Connected]:
+        async with in_memory_agent(self.host) as transport:
+            conn = connect_to_agent(client, transport, use_unstable_protocol=True, observers=observers)
+            forever: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+            try:
+                yield conn, forever
+            finally:
+                forever.cancel()
+                await conn.close()
+
+
+def agent_endpoints(settings: Settings, session_host: SessionHost) -> dict[str, AgentEndpoint]:
+    """``runwield`` (the in-process Session Host) and every ``[agents.NAME]``."""
+    endpoints: dict[str, AgentEndpoint] = {BUILTIN_AGENT: InProcessAgent(session_host)}
+    for name, config in settings.agents.items():
+        if name == BUILTIN_AGENT:
+            raise ConfigError(f"agents.{name}: this name is the built-in Session Host; choose another")
+        endpoints[name] = CommandAgent(config)
+    return endpoints
+
+
+async def run_chat(host: SessionHost, session_id: str | None = None, cwd: str | None = None) -> int:
+    """``wld chat``: the console channel on a Bridge whose only agent is ``host``, the in-process Session Host."""
+    channel = ConsoleChannel(ConsoleSettings(cwd=cwd), session_id)
+    bridge = Bridge({BUILTIN_AGENT: InProcessAgent(host)}, MemoryBindings())
+    try:
+        await channel.run(ChannelInbox(bridge, channel))
+        return 0
+    except BridgeError as exc:
+        print(f"wld chat: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        await bridge.close()
+        await channel.close()

@@ -29,8 +29,6 @@ from acp.schema import (
 from acp.transports import default_environment
 
 from ..config import AgentConfig
-from ..core.sessions import SessionHost
-from .serve import in_memory_agent
 from .transport import STREAM_LIMIT
 
 log = logging.getLogger(__name__)
@@ -52,26 +50,6 @@ class AgentEndpoint(Protocol):
     description: str
 
     def open(self, client: Any, observers: list[Callable[[StreamEvent], None]]) -> contextlib.AbstractAsyncContextManager[Connected]: ...
-
-
-class InProcessAgent:
-    """The built-in Session Host on an in-memory ACP pipe: the same protocol an IDE speaks, no process."""
-
-    description = "built-in Session Host (in process)"
-
-    def __init__(self, host: SessionHost) -> None:
-        self.host = host
-
-    @contextlib.asynccontextmanager
-    async def open(self, client: Any, observers: list[Callable[[StreamEvent], None]]) -> AsyncIterator[Connected]:
-        async with in_memory_agent(self.host) as transport:
-            conn = connect_to_agent(client, transport, use_unstable_protocol=True, observers=observers)
-            forever: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-            try:
-                yield conn, forever
-            finally:
-                forever.cancel()
-                await conn.close()
 
 
 class CommandAgent:

@@ -34,7 +34,6 @@ from ..channels.types import BridgeError, ButtonPress, Conversation, IncomingMes
 from .conversations import ConversationState, Replay
 from .dedupe import Deliveries, MemoryUpdateLog, UpdateLog
 from .delivery import deliver
-from .inbox import ChannelInbox
 from .asking.pending import Interactions
 from .asking.forms import Unsupported
 from .sender_context import sender_context, wants_sender_context
@@ -77,13 +76,12 @@ class Bridge:
             if route.agent is not None:
                 self._check_agent(route.agent, f"bindings[{i}].agent")
 
-    def add_channel(self, channel: Channel) -> ChannelInbox:
-        """Register a channel; returns the inbox its listener hands updates to."""
+    def add_channel(self, channel: Channel) -> None:
+        """Register a channel (its allowlist and stranger notices); its listener gets a ``ChannelInbox``."""
         settings = channel.settings
         self._check_agent(settings.agent, f"channels.{channel.name}.agent")
         self._allowlists[channel.name] = settings.allowlist()
         self._notices[channel.name] = NoticeThrottle(settings.stranger_notice_interval)
-        return ChannelInbox(self, channel)
 
     async def close(self, grace: float = 5.0) -> None:
         """Cancel running turns (waiting ``grace`` seconds for them to settle), then stop the agents."""

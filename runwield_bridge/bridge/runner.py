@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Protocol
 
-from ..acp.client import AgentEndpoint, CommandAgent, InProcessAgent
+from ..acp.client import AgentEndpoint
 from ..config import ConfigError, Settings
 from ..host import PluginHost
 from ..web.server import WebServer
@@ -18,6 +18,7 @@ from .bindings import BindingStore
 from .bridge import BUILTIN_AGENT, Bridge
 from ..channels.contract import Channel, ChannelContext, ChannelFactory
 from .dedupe import UpdateLog
+from .inbox import ChannelInbox
 from .links import unreachable_links
 from ..channels.settings import parse_routes
 from .supervisor import Backoff, Supervisor
@@ -31,16 +32,6 @@ class BridgeStore(BindingStore, UpdateLog, Protocol):
 
 NO_CHANNELS = "wld bridge: no channels configured; add a [channels.NAME] section (see docs/channels.md)"
 NO_CHANNEL_LEFT = "wld bridge: every channel stopped on a configuration error (logged above); fix it and start again"
-
-
-def agent_endpoints(settings: Settings, session_host: Any) -> dict[str, AgentEndpoint]:
-    """``runwield`` (the in-process Session Host) and every ``[agents.NAME]``."""
-    endpoints: dict[str, AgentEndpoint] = {BUILTIN_AGENT: InProcessAgent(session_host)}
-    for name, config in settings.agents.items():
-        if name == BUILTIN_AGENT:
-            raise ConfigError(f"agents.{name}: this name is the built-in Session Host; choose another")
-        endpoints[name] = CommandAgent(config)
-    return endpoints
 
 
 def build_channels(settings: Settings, plugins: PluginHost, context: ChannelContext) -> list[Channel]:
@@ -69,7 +60,7 @@ class BridgeService:
         settings: Settings,
         plugins: PluginHost,
         store: BridgeStore,
-        session_host: Any,
+        agents: dict[str, AgentEndpoint],
         *,
         web: WebServer | None = None,
         start_web: Callable[[], Awaitable[object]] | None = None,
@@ -82,7 +73,7 @@ class BridgeService:
         self.channels = build_channels(settings, plugins, ChannelContext(self.web))
         self._needs_web = self.web.route_count > routes
         self.bridge = Bridge(
-            agent_endpoints(settings, session_host),
+            agents,
             store,
             parse_routes(settings.bindings),
             start_timeout=start_timeout,
@@ -94,7 +85,7 @@ class BridgeService:
         """The channels' supervised listeners; one ends only when its channel is done (the terminal's person left)."""
 
     async def start(self) -> None:
-        inboxes = [(channel, self.bridge.add_channel(channel)) for channel in self.channels]
+        inboxes = [(channel, ChannelInbox(self.bridge, channel)) for channel in self.channels]
         if warning := unreachable_links(self.web.config, self.channels):
             log.warning(warning)
         if self._needs_web:
@@ -135,7 +126,7 @@ async def run_bridge(
     settings: Settings,
     plugins: PluginHost,
     store: BridgeStore,
-    session_host: Any,
+    agents: dict[str, AgentEndpoint],
     web: WebServer | None = None,
     start_web: Callable[[], Awaitable[object]] | None = None,
 ) -> int:
@@ -144,7 +135,7 @@ async def run_bridge(
     if not settings.channels:
         print(NO_CHANNELS, file=sys.stderr)
         return 2
-    service = BridgeService(settings, plugins, store, session_host, web=web, start_web=start_web)
+    service = BridgeService(settings, plugins, store, agents, web=web, start_web=start_web)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
