@@ -28,9 +28,10 @@ from ..channels.allowlist import Allowlist, NoticeThrottle, stranger_notice
 from .asking import CANCELLED, ask_permission, ask_question
 from ..channels.background import Background
 from .bindings import BindingStore
-from .commands import GREETING, Command, command_list, parse_command
-from ..channels.contract import BRIDGE_COMMANDS, Channel
-from ..channels.types import BridgeError, ButtonPress, Conversation, IncomingMessage, MenuCommand, ModelChoice, ModelMenu, Sender
+from .help_text import command_list
+from ..channels.bridge_commands import BRIDGE_COMMANDS, GREETING, parse_command
+from ..channels.contract import Channel
+from ..channels.types import BridgeCommand, BridgeError, ButtonPress, Conversation, IncomingMessage, MenuCommand, ModelChoice, ModelMenu, Sender
 from .conversations import ConversationState, Replay
 from .dedupe import Deliveries, MemoryUpdateLog, UpdateLog
 from .delivery import deliver
@@ -456,7 +457,7 @@ class Bridge:
 
     # -- commands ------------------------------------------------------------
 
-    async def _command(self, state: ConversationState, command: Command) -> None:
+    async def _command(self, state: ConversationState, command: BridgeCommand) -> None:
         channel, conversation = state.channel, state.conversation
         if command.name == "cancel":
             if not await self.cancel(state):

@@ -18,16 +18,6 @@ from aiohttp import web
 from .settings import ChannelSettings
 from .types import Button, ButtonPress, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, ModelMenu, Sender
 
-BRIDGE_COMMANDS: tuple[MenuCommand, ...] = (
-    MenuCommand("cancel", "Stop the running turn"),
-    MenuCommand("new", "Start a new session (optionally on another agent: /new AGENT)"),
-    MenuCommand("resume", "Continue an existing session here: /resume SESSION_ID"),
-    MenuCommand("status", "Agent, session, model and state of this conversation"),
-    MenuCommand("help", "What this bot can do, and every command here"),
-)
-"""The commands the Bridge itself handles, for channels that offer them in a platform menu."""
-
-
 class ReplyView(Protocol):
     """How one turn's ``session/update`` stream is shown in a conversation."""
 

@@ -153,3 +153,11 @@ class CredentialsRejected(ConfigError):
 
 class BridgeError(Exception):
     """What a person asked for cannot be done; the message says why, in words for the chat."""
+
+
+@dataclass(frozen=True, slots=True)
+class BridgeCommand:
+    """A bridge command and its argument (empty when none was given)."""
+
+    name: str
+    argument: str = ""

@@ -26,7 +26,7 @@ from acp.schema import (
 )
 
 from ..background import Background
-from ...bridge.commands import parse_command
+from ..bridge_commands import parse_command
 from ..contract import Inbox
 from ..types import BridgeError, Button, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, Sender
 from ..settings import ChannelSettings, Id

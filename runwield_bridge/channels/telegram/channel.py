@@ -32,7 +32,8 @@ from ...redaction import keep_secret
 from ..background import Background
 from ..budget import Budgets
 from ..chunking import utf16_weight
-from ..contract import BRIDGE_COMMANDS, ChannelContext, Inbox
+from ..bridge_commands import BRIDGE_COMMANDS
+from ..contract import ChannelContext, Inbox
 from ..types import Button, Capabilities, Conversation, CredentialsRejected, MenuCommand, MessageRef, RateLimited
 from ..streaming import StreamingReply
 from ..webhooks import misfit, refuse
