@@ -70,7 +70,7 @@ class ChannelInbox:
         return await self.bridge.cancel(await self.bridge.open_state(self.channel, conversation))
 
     def awaiting_answer(self, conversation: Conversation) -> bool:
-        return self.bridge.interactions.has_open(conversation)
+        return self.bridge.questions.has_open(conversation)
 
     def allows(self, sender: Sender, conversation: Conversation) -> bool:
         return self.bridge.allows(self.channel, sender, conversation)
