@@ -47,7 +47,7 @@ async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
-    from .bridge.runner import NO_CHANNELS, run_bridge
+    from .bridge.runner import NO_CHANNELS, BridgeService, run_bridge
 
     if not settings.channels:  # before anything is created
         print(NO_CHANNELS, file=sys.stderr)
@@ -55,7 +55,8 @@ async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
     app = await App.start(settings)
     try:
         pages = app.review_pages
-        return await run_bridge(settings, app.plugins, app.store, agent_endpoints(settings, app.host), web=pages.server, start_web=pages.base_url)
+        agents = agent_endpoints(settings, app.host)
+        return await run_bridge(BridgeService(settings, app.plugins, app.store, agents, web=pages.server, start_web=pages.base_url))
     finally:
         await app.close()
 

@@ -122,20 +122,9 @@ class BridgeService:
         await self.stop()
 
 
-async def run_bridge(
-    settings: Settings,
-    plugins: PluginHost,
-    store: BridgeStore,
-    agents: dict[str, AgentEndpoint],
-    web: WebServer | None = None,
-    start_web: Callable[[], Awaitable[object]] | None = None,
-) -> int:
+async def run_bridge(service: BridgeService) -> int:
     """Run until SIGINT or SIGTERM, until a channel is done (``/quit`` or end of input at a console channel),
     or until every channel has stopped on a configuration error (then 2)."""
-    if not settings.channels:
-        print(NO_CHANNELS, file=sys.stderr)
-        return 2
-    service = BridgeService(settings, plugins, store, agents, web=web, start_web=start_web)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
