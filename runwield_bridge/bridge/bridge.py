@@ -38,7 +38,7 @@ from .delivery import deliver
 from .asking.pending import ChatQuestions
 from .asking.forms import Unsupported
 from .sender_context import sender_context, wants_sender_context
-from ..channels.settings import BindingRoute
+from .routes import BindingRoute
 from ..channels.streaming import SHOWN
 from .supervisor import Backoff
 

@@ -20,7 +20,7 @@ from ..channels.contract import Channel, ChannelContext, ChannelFactory
 from .dedupe import UpdateLog
 from .inbox import ChannelInbox
 from .links import unreachable_links
-from ..channels.settings import parse_routes
+from .routes import parse_routes
 from .supervisor import Backoff, Supervisor
 
 log = logging.getLogger(__name__)
