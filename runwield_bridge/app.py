@@ -114,12 +114,12 @@ class InProcessAgent:
 
     description = "built-in Session Host (in process)"
 
-    def __init__(self, host: SessionHost) -> None:
-        self.host = host
+    def __init__(self, session_host: SessionHost) -> None:
+        self.session_host = session_host
 
     @contextlib.asynccontextmanager
     async def open(self, client: Any, observers: list[Callable[[StreamEvent], None]]) -> AsyncIterator[Connected]:
-        async with in_memory_agent(self.host) as transport:
+        async with in_memory_agent(self.session_host) as transport:
             conn = connect_to_agent(client, transport, use_unstable_protocol=True, observers=observers)
             forever: asyncio.Future[str] = asyncio.get_running_loop().create_future()
             try:
@@ -139,10 +139,10 @@ def agent_endpoints(settings: Settings, session_host: SessionHost) -> dict[str, 
     return endpoints
 
 
-async def run_chat(host: SessionHost, session_id: str | None = None, cwd: str | None = None) -> int:
-    """``wld chat``: the console channel on a Bridge whose only agent is ``host``, the in-process Session Host."""
+async def run_chat(session_host: SessionHost, session_id: str | None = None, cwd: str | None = None) -> int:
+    """``wld chat``: the console channel on a Bridge whose only agent is the in-process Session Host."""
     channel = ConsoleChannel(ConsoleSettings(cwd=cwd), session_id)
-    bridge = Bridge({BUILTIN_AGENT: InProcessAgent(host)}, MemoryBindings())
+    bridge = Bridge({BUILTIN_AGENT: InProcessAgent(session_host)}, MemoryBindings())
     try:
         await channel.run(ChannelInbox(bridge, channel))
         return 0
