@@ -1,4 +1,7 @@
-"""The composition root: the Session Host assembled from settings and plugins, and the Bridge wired to it in process."""
+"""The composition root: the Session Host assembled from settings and plugins, and the Bridge wired to it in process.
+
+The ACP SDK and the Bridge are imported where they are wired, so commands that need neither never load them.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +10,8 @@ import contextlib
 import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from acp import connect_to_agent
-from acp.connection import StreamEvent
-
-from .acp.client import AgentEndpoint, CommandAgent, Connected
-from .acp.serve import in_memory_agent
-from .bridge.bindings import MemoryBindings
-from .bridge.bridge import BUILTIN_AGENT, Bridge
-from .bridge.inbox import ChannelInbox
-from .channels.console.channel import ConsoleChannel, ConsoleSettings
-from .channels.types import BridgeError
 from .config import ConfigError, Settings
 from .core.builtin_commands import BUILTIN_COMMANDS
 from .core.catalog import ModelCatalog, agent_profile, model_info
@@ -35,6 +28,11 @@ from .core.store import Store
 from .core.tools import BUILTIN_TOOLS, WORKTREE_TOOLS
 from .host import PluginHost, load_plugins
 from .web.pages import LazyReviewServer
+
+if TYPE_CHECKING:
+    from acp.connection import StreamEvent
+
+    from .acp.client import AgentEndpoint, Connected
 
 
 def build_catalog(settings: Settings, plugins: PluginHost) -> ModelCatalog:
@@ -119,6 +117,10 @@ class InProcessAgent:
 
     @contextlib.asynccontextmanager
     async def open(self, client: Any, observers: list[Callable[[StreamEvent], None]]) -> AsyncIterator[Connected]:
+        from acp import connect_to_agent
+
+        from .acp.serve import in_memory_agent
+
         async with in_memory_agent(self.session_host) as transport:
             conn = connect_to_agent(client, transport, use_unstable_protocol=True, observers=observers)
             forever: asyncio.Future[str] = asyncio.get_running_loop().create_future()
@@ -131,6 +133,9 @@ class InProcessAgent:
 
 def agent_endpoints(settings: Settings, session_host: SessionHost) -> dict[str, AgentEndpoint]:
     """``runwield`` (the in-process Session Host) and every ``[agents.NAME]``."""
+    from .acp.client import CommandAgent
+    from .bridge.bridge import BUILTIN_AGENT
+
     endpoints: dict[str, AgentEndpoint] = {BUILTIN_AGENT: InProcessAgent(session_host)}
     for name, config in settings.agents.items():
         if name == BUILTIN_AGENT:
@@ -141,6 +146,12 @@ def agent_endpoints(settings: Settings, session_host: SessionHost) -> dict[str, 
 
 async def run_chat(session_host: SessionHost, session_id: str | None = None, cwd: str | None = None) -> int:
     """``wld chat``: the console channel on a Bridge whose only agent is the in-process Session Host."""
+    from .bridge.bindings import MemoryBindings
+    from .bridge.bridge import BUILTIN_AGENT, Bridge
+    from .bridge.inbox import ChannelInbox
+    from .channels.console.channel import ConsoleChannel, ConsoleSettings
+    from .channels.types import BridgeError
+
     channel = ConsoleChannel(ConsoleSettings(cwd=cwd), session_id)
     bridge = Bridge({BUILTIN_AGENT: InProcessAgent(session_host)}, MemoryBindings())
     try:

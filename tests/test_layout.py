@@ -175,5 +175,12 @@ def test_an_import_against_the_layers_is_reported(source: str, target: str) -> N
     assert wrong_way({source: {target}, target: set()}) != []
 
 
+
+def test_wld_loads_the_acp_sdk_and_the_bridge_only_for_commands_that_use_them() -> None:
+    """The composition root wires them in the functions that need them, so ``wld sessions`` starts without them."""
+    code = "import sys, runwield_bridge.cli; print([m for m in ('acp', 'aiohttp', 'runwield_bridge.bridge') if m in sys.modules])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
 if __name__ == "__main__":
     print(json.dumps({name: sorted(targets) for name, targets in import_graph().items()}))

@@ -15,7 +15,6 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
-from acp import connect_to_agent
 from acp.client.connection import ClientSideConnection
 from acp.connection import StreamDirection, StreamEvent
 from acp.meta import CLIENT_METHODS

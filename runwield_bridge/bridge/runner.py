@@ -15,7 +15,7 @@ from ..config import ConfigError, Settings
 from ..host import PluginHost
 from ..web.server import WebServer
 from .bindings import BindingStore
-from .bridge import BUILTIN_AGENT, Bridge
+from .bridge import Bridge
 from ..channels.contract import Channel, ChannelContext, ChannelFactory
 from .dedupe import UpdateLog
 from .inbox import ChannelInbox

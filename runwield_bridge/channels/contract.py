@@ -11,12 +11,14 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-from aiohttp import web
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .settings import ChannelSettings
 from .types import Button, ButtonPress, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, ModelMenu, Sender
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
 
 class ReplyView(Protocol):
     """How one turn's ``session/update`` stream is shown in a conversation."""
