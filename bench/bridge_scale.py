@@ -88,11 +88,12 @@ def bench_plugin(hold: asyncio.Event, holding: list[int]) -> Any:
 
 async def measure(size: int) -> dict[str, Any]:
     from runwield_bridge.acp import server
-    from runwield_bridge.acp.client import InProcessAgent
+    from runwield_bridge.app import InProcessAgent
     from runwield_bridge.app import App
-    from runwield_bridge.channels.bridge import Bridge
+    from runwield_bridge.bridge.bridge import Bridge
+    from runwield_bridge.bridge.inbox import ChannelInbox
     from runwield_bridge.channels.budget import ChatBudget
-    from runwield_bridge.channels.contract import Capabilities, Conversation, IncomingMessage, MessageRef, Sender
+    from runwield_bridge.channels.types import Capabilities, Conversation, IncomingMessage, MessageRef, Sender
     from runwield_bridge.channels.settings import ChannelSettings
     from runwield_bridge.channels.streaming import StreamingReply
     from runwield_bridge.config import Settings
@@ -142,7 +143,7 @@ async def measure(size: int) -> dict[str, Any]:
     channel = NullChannel()
     bindings = app.store.bridge
     bridge = Bridge({"runwield": InProcessAgent(app.host)}, bindings)
-    inbox = bridge.add_channel(channel)
+    inbox = ChannelInbox(bridge, channel)
     person = Sender("u", "user")
     conversations = [Conversation("bench", str(i)) for i in range(size)]
 

@@ -4,25 +4,23 @@ A plugin imports from here and nowhere else in ``runwield_bridge``; everything e
 change. See docs/plugins.md.
 """
 
-from .channels.contract import (
+from .channels.contract import Channel, ChannelContext, ChannelFactory, Inbox, ReplyView
+from .channels.types import (
     Attachment,
     Button,
     ButtonPress,
     Capabilities,
-    Channel,
-    ChannelContext,
-    ChannelFactory,
     Conversation,
+    ChannelMisconfigured,
     CredentialsRejected,
     IncomingMessage,
-    Inbox,
     MenuCommand,
     MessageRef,
     ModelChoice,
     ModelMenu,
     RateLimited,
-    ReplyView,
     Sender,
+    Unavailable,
 )
 from .channels.settings import ChannelSettings, parse_section
 from .config import ConfigError, ModelConfig
@@ -87,6 +85,7 @@ __all__ = [
     "ChannelSettings",
     "ConfigError",
     "Conversation",
+    "ChannelMisconfigured",
     "CredentialsRejected",
     "Inbox",
     "IncomingMessage",
@@ -97,5 +96,6 @@ __all__ = [
     "RateLimited",
     "ReplyView",
     "Sender",
+    "Unavailable",
     "parse_section",
 ]

@@ -1,8 +1,16 @@
-"""Assembles the Session Host from settings and plugins."""
+"""The composition root: the Session Host assembled from settings and plugins, and the Bridge wired to it in process.
+
+The ACP SDK and the Bridge are imported where they are wired, so commands that need neither never load them.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import sys
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .config import ConfigError, Settings
 from .core.catalog import ModelCatalog, agent_profile, model_info
@@ -20,6 +28,11 @@ from .host import PluginHost, load_plugins
 from .plugins import workflow
 from .runtimes.native import NativeRuntime
 from .web.pages import LazyReviewServer
+
+if TYPE_CHECKING:
+    from acp.connection import StreamEvent
+
+    from .acp.client import AgentEndpoint, BridgeClient, Connected
 
 
 def build_catalog(settings: Settings, plugins: PluginHost) -> ModelCatalog:
@@ -93,3 +106,60 @@ class App:
         await self.host.shutdown()
         await self.review_pages.stop()
         await self.store.close()
+
+
+class InProcessAgent:
+    """The built-in Session Host on an in-memory ACP pipe: the same protocol an IDE speaks, no process."""
+
+    description = "built-in Session Host (in process)"
+
+    def __init__(self, session_host: SessionHost) -> None:
+        self.session_host = session_host
+
+    @contextlib.asynccontextmanager
+    async def open(self, client: BridgeClient, observers: list[Callable[[StreamEvent], None]]) -> AsyncIterator[Connected]:
+        from .acp.client import client_connection
+        from .acp.serve import in_memory_agent
+
+        async with in_memory_agent(self.session_host) as transport:
+            conn = client_connection(client, transport, observers)
+            forever: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+            try:
+                yield conn, forever
+            finally:
+                forever.cancel()
+                await conn.close()
+
+
+def agent_endpoints(settings: Settings, session_host: SessionHost) -> dict[str, AgentEndpoint]:
+    """``runwield`` (the in-process Session Host) and every ``[agents.NAME]``."""
+    from .acp.client import CommandAgent
+    from .bridge.bridge import BUILTIN_AGENT
+
+    endpoints: dict[str, AgentEndpoint] = {BUILTIN_AGENT: InProcessAgent(session_host)}
+    for name, config in settings.agents.items():
+        if name == BUILTIN_AGENT:
+            raise ConfigError(f"agents.{name}: this name is the built-in Session Host; choose another")
+        endpoints[name] = CommandAgent(config)
+    return endpoints
+
+
+async def run_chat(session_host: SessionHost, session_id: str | None = None, cwd: str | None = None) -> int:
+    """``wld chat``: the console channel on a Bridge whose only agent is the in-process Session Host."""
+    from .bridge.bindings import MemoryBindings
+    from .bridge.bridge import BUILTIN_AGENT, Bridge
+    from .bridge.inbox import ChannelInbox
+    from .channels.console.channel import ConsoleChannel, ConsoleSettings
+    from .channels.types import BridgeError
+
+    channel = ConsoleChannel(ConsoleSettings(cwd=cwd), session_id)
+    bridge = Bridge({BUILTIN_AGENT: InProcessAgent(session_host)}, MemoryBindings())
+    try:
+        await channel.run(ChannelInbox(bridge, channel))
+        return 0
+    except BridgeError as exc:
+        print(f"wld chat: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        await bridge.close()
+        await channel.close()

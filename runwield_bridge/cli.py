@@ -12,7 +12,7 @@ from datetime import datetime
 from importlib.metadata import version
 
 from . import redaction
-from .app import App
+from .app import App, agent_endpoints, run_chat
 from .config import ConfigError, Settings, load_settings
 from .core.sessions import SessionNotFound
 from .host import load_plugins
@@ -39,8 +39,6 @@ async def cmd_acp(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
-    from .channels.console import run_chat
-
     app = await App.start(settings)
     try:
         return await run_chat(app.host, session_id=args.session, cwd=args.cwd)
@@ -49,7 +47,7 @@ async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
-    from .channels.runner import NO_CHANNELS, run_bridge
+    from .bridge.runner import NO_CHANNELS, BridgeService, run_bridge
 
     if not settings.channels:  # before anything is created
         print(NO_CHANNELS, file=sys.stderr)
@@ -57,7 +55,8 @@ async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
     app = await App.start(settings)
     try:
         pages = app.review_pages
-        return await run_bridge(settings, app.plugins, app.store.bridge, app.host, web=pages.server, start_web=pages.base_url)
+        agents = agent_endpoints(settings, app.host)
+        return await run_bridge(BridgeService(settings, app.plugins, app.store.bridge, agents, web=pages.server, start_web=pages.base_url))
     finally:
         await app.close()
 

@@ -9,7 +9,7 @@ from typing import Literal
 
 from .app import App
 from .channels.contract import ChannelContext
-from .channels.runner import build_channel
+from .bridge.runner import build_channel
 from .config import ConfigError, Settings
 from .host import PluginHost
 from .redaction import redact

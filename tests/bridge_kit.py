@@ -10,13 +10,13 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from runwield_bridge.app import App
+from runwield_bridge.app import App, agent_endpoints
 from runwield_bridge.channels.budget import ChatBudget
-from runwield_bridge.channels.contract import Button, Capabilities, Conversation, MessageRef, RateLimited
-from runwield_bridge.channels.runner import BridgeService
+from runwield_bridge.channels.types import Button, Capabilities, Conversation, MessageRef, RateLimited
+from runwield_bridge.bridge.runner import BridgeService
 from runwield_bridge.channels.settings import ChannelSettings
 from runwield_bridge.channels.streaming import StreamingReply
-from runwield_bridge.channels.supervisor import Backoff
+from runwield_bridge.bridge.supervisor import Backoff
 from runwield_bridge.config import Settings
 from tests.fakes.base import HttpResult
 from tests.fakes.telegram_api import TelegramFake
@@ -137,7 +137,7 @@ async def bridge_world(
         config = Settings.model_validate({"web": {"listen": "127.0.0.1:0"}, "channels": {"telegram": section}, **settings})
         app = await App.start(config)
         stack.push_async_callback(app.close)
-        service = BridgeService(config, app.plugins, app.store.bridge, app.host, start_timeout=PATIENCE, backoff=FAST_BACKOFF)
+        service = BridgeService(config, app.plugins, app.store.bridge, agent_endpoints(config, app.host), start_timeout=PATIENCE, backoff=FAST_BACKOFF)
         await stack.enter_async_context(service)
         ready: Callable[[], bool] = (lambda: bool(fake.webhook["url"])) if mode == "webhook" else (lambda: bool(fake.calls_to("deleteWebhook")))
         await fake.wait_until(ready)

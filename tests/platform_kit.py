@@ -10,9 +10,9 @@ from typing import Any
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
-from runwield_bridge.app import App
-from runwield_bridge.channels.runner import BridgeService
-from runwield_bridge.channels.supervisor import Supervisor
+from runwield_bridge.app import App, agent_endpoints
+from runwield_bridge.bridge.runner import BridgeService
+from runwield_bridge.bridge.supervisor import Supervisor
 from runwield_bridge.config import Settings
 from tests.bridge_kit import FAST_BACKOFF
 from tests.fakes.base import FakeServer, HttpResult
@@ -27,7 +27,7 @@ async def running_bridge(channels: dict[str, dict[str, Any]], **settings: Any) -
     config = Settings.model_validate({"web": {"listen": "127.0.0.1:0"}, "channels": channels, **settings})
     app = await App.start(config)
     try:
-        async with BridgeService(config, app.plugins, app.store.bridge, app.host, start_timeout=PATIENCE, backoff=FAST_BACKOFF) as service:
+        async with BridgeService(config, app.plugins, app.store.bridge, agent_endpoints(config, app.host), start_timeout=PATIENCE, backoff=FAST_BACKOFF) as service:
             yield service, app
     finally:
         await app.close()

@@ -15,7 +15,6 @@ from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.client.connection import ClientSideConnection
 from acp.schema import AgentMessageChunk, ClientCapabilities
 
-from runwield_bridge.acp.client import InProcessAgent
 from runwield_bridge.acp.extensions import (
     ALIASES,
     ARCHIVED,
@@ -32,8 +31,8 @@ from runwield_bridge.acp.extensions import (
     SteeringSupport,
     TurnMeta,
 )
-from runwield_bridge.app import App
-from runwield_bridge.channels.contract import Capabilities, Conversation
+from runwield_bridge.app import App, InProcessAgent
+from runwield_bridge.channels.types import Capabilities, Conversation
 from runwield_bridge.config import Settings
 from tests.bridge_kit import OWNER, RecordingChannel, bridge_world
 from tests.platform_kit import discord_world, slack_world

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runwield_bridge.channels.allowlist import Allowlist, NoticeThrottle, stranger_notice
-from runwield_bridge.channels.contract import Conversation, Sender
+from runwield_bridge.channels.types import Conversation, Sender
 
 ALICE, MALLORY = Sender("1", "alice"), Sender("666", "mallory")
 PRIVATE, TEAM = Conversation("telegram", "1"), Conversation("telegram", "-100", group=True)

@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
-from runwield_bridge.acp.client import CommandAgent, InProcessAgent
-from runwield_bridge.app import App
-from runwield_bridge.channels.bindings import MemoryBindings
-from runwield_bridge.channels.bridge import Bridge
-from runwield_bridge.channels.contract import Capabilities, Conversation, IncomingMessage, Sender
-from runwield_bridge.channels.runner import BridgeService
+from runwield_bridge.acp.client import CommandAgent
+from runwield_bridge.app import App, InProcessAgent, agent_endpoints
+from runwield_bridge.bridge.bindings import MemoryBindings
+from runwield_bridge.bridge.bridge import Bridge
+from runwield_bridge.bridge.inbox import ChannelInbox
+from runwield_bridge.channels.types import Capabilities, Conversation, IncomingMessage, Sender
+from runwield_bridge.bridge.runner import BridgeService
 from runwield_bridge.config import AgentConfig, Settings
 from runwield_bridge.hookspecs import hookimpl
 from runwield_bridge.host import load_plugins
@@ -42,7 +43,7 @@ def typescript_echo_agent() -> CommandAgent:
 async def bridged(channel: RecordingChannel, agents: dict[str, Any], bindings: MemoryBindings | None = None) -> AsyncIterator[Bridge]:
     """A Bridge to ``agents`` with ``channel`` added (its inbox set), closed afterwards."""
     bridge = Bridge(agents, bindings or MemoryBindings(), start_timeout=PATIENCE, backoff=FAST_BACKOFF)
-    channel.inbox = bridge.add_channel(channel)
+    channel.inbox = ChannelInbox(bridge, channel)
     try:
         yield bridge
     finally:
@@ -88,7 +89,7 @@ async def test_a_channel_registered_through_register_channels_is_run_by_wld_brid
     settings = Settings.model_validate({"channels": {"memory": {"sender_context": "always"}}})
     app = await App.start(settings, plugins)
     try:
-        async with BridgeService(settings, plugins, app.store.bridge, app.host) as service:
+        async with BridgeService(settings, plugins, app.store.bridge, agent_endpoints(settings, app.host)) as service:
             [channel] = service.channels
             await asyncio.wait_for(channel.changed.wait(), PATIENCE)
             await say(channel, "hi from a plugin channel")
@@ -132,7 +133,7 @@ async def test_a_failing_channel_listener_is_restarted_and_waiting_conversations
     settings = Settings.model_validate({"channels": {"flaky": {}}})
     app = await App.start(settings, plugins)
     try:
-        async with BridgeService(settings, plugins, app.store.bridge, app.host) as service:
+        async with BridgeService(settings, plugins, app.store.bridge, agent_endpoints(settings, app.host)) as service:
             [channel] = service.channels
             await asyncio.wait_for(channel.changed.wait(), PATIENCE)
             turn = await channel.inbox.receive_message(IncomingMessage(HERE, ME, "something slow"))

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from runwield_bridge.app import App
-from runwield_bridge.channels.runner import BridgeService
-from runwield_bridge.channels.supervisor import Supervisor
+from runwield_bridge.bridge.runner import BridgeService
+from runwield_bridge.bridge.supervisor import Supervisor
 from tests.bridge_kit import OWNER, telegram_section
 from tests.fakes.base import json_response
 from tests.fakes.discord_api import DiscordFake

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from runwield_bridge.channels.slack.markup import to_mrkdwn
-from runwield_bridge.channels.telegram.markup import to_html
+from runwield_bridge.channels.slack.mrkdwn import to_mrkdwn
+from runwield_bridge.channels.telegram.html import to_html
 
 STEPS = "1. Run:\n\n    ```sh\n    make **all** <x>\n    ```\n2. Done **now**"
 

@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runwield_bridge.channels.chunker import fences_balanced, split_message, utf16_weight
+from runwield_bridge.channels.chunking import fences_balanced, split_message, utf16_weight
 from runwield_bridge.markdown import code_fences
 
 FENCE_LINE = re.compile(r"^[ >]*(?:(?:[-*+]|\d+[.)]) +)?(`{3,}|~{3,}).*$", re.MULTILINE)

@@ -6,7 +6,7 @@ import io
 
 from acp.schema import ToolCallProgress, ToolCallStart
 
-from runwield_bridge.channels.console import ConsoleReply, Terminal
+from runwield_bridge.channels.console.channel import ConsoleReply, Terminal
 
 
 def test_a_finished_tool_call_is_named_by_its_title_not_its_id() -> None:

@@ -12,10 +12,10 @@ from acp.schema import ElicitationSchema
 
 from runwield_bridge.acp.forms import form_outcome, requested_schema
 from runwield_bridge.acp.other_choice import NotAnAnswer, read_choice, recognise
-from runwield_bridge.channels.contract import ButtonPress, Capabilities, Conversation, Sender
-from runwield_bridge.channels.interactions import Answer, Interactions, Question
-from runwield_bridge.channels.questions import run_form
-from runwield_bridge.core.interactions import Choice, Outcome, Question as HostQuestion, interview
+from runwield_bridge.channels.types import ButtonPress, Capabilities, Conversation, Sender
+from runwield_bridge.bridge.asking.pending import Answer, ChatQuestion, ChatQuestions
+from runwield_bridge.bridge.asking.forms import run_form
+from runwield_bridge.core.interactions import Choice, Outcome, Question, interview
 from runwield_bridge.core.interview import run_interview
 from runwield_bridge.core.tools import ToolContext
 from tests.bridge_kit import RecordingChannel
@@ -90,9 +90,9 @@ def test_reply_rules_a_number_or_unique_label_picks_other_meaningful_text_is_oth
 
 
 async def test_an_other_option_from_the_model_is_not_offered_twice(tmp_path: Path) -> None:
-    asked: list[HostQuestion] = []
+    asked: list[Question] = []
 
-    async def ask(question: HostQuestion) -> Outcome:
+    async def ask(question: Question) -> Outcome:
         asked.append(question)
         return Outcome.answer("Kotlin", other=True)
 
@@ -108,10 +108,10 @@ class Chat:
 
     def __init__(self, capabilities: Capabilities | None = None) -> None:
         self.channel = RecordingChannel(capabilities)
-        self.interactions = Interactions()
+        self.interactions = ChatQuestions()
 
     def ask_form(self, form: ElicitationSchema, message: str = "Which language?") -> asyncio.Task[dict[str, Any]]:
-        async def ask(question: Question, timeout: float) -> Answer:
+        async def ask(question: ChatQuestion, timeout: float) -> Answer:
             return await self.interactions.ask(self.channel, HERE, question, timeout)
 
         return asyncio.create_task(run_form(message, form, ask, 5))

@@ -7,9 +7,9 @@ import asyncio
 import pytest
 from acp.schema import ElicitationSchema
 
-from runwield_bridge.channels.contract import ButtonPress, Capabilities, Conversation, Sender
-from runwield_bridge.channels.interactions import Answer, Interactions, InvalidAnswer, Outcome, Question
-from runwield_bridge.channels.questions import Unsupported, form_fields, parse_request, parse_value, run_form, single_choice
+from runwield_bridge.channels.types import ButtonPress, Capabilities, Conversation, Sender
+from runwield_bridge.bridge.asking.pending import Answer, ChatOutcome, ChatQuestion, ChatQuestions, InvalidAnswer
+from runwield_bridge.bridge.asking.forms import Unsupported, form_fields, parse_request, parse_value, run_form, single_choice
 from tests.bridge_kit import RecordingChannel
 
 HERE = Conversation("memory", "1")
@@ -71,9 +71,9 @@ def test_fields_a_chat_cannot_ask_for_are_refused() -> None:
 
 async def test_a_form_is_answered_by_the_next_messages_and_can_be_declined() -> None:
     channel = RecordingChannel(Capabilities(max_message_length=1000, buttons=False, edits=False))
-    interactions = Interactions()
+    interactions = ChatQuestions()
 
-    async def ask(question: Question, timeout: float) -> Answer:
+    async def ask(question: ChatQuestion, timeout: float) -> Answer:
         return await interactions.ask(channel, HERE, question, timeout)
 
     form = schema({"name": {"type": "string"}, "colour": {"type": "string", "enum": ["red", "blue"]}}, ["name", "colour"])
@@ -94,9 +94,9 @@ async def test_a_form_is_answered_by_the_next_messages_and_can_be_declined() -> 
 
 async def test_an_unanswered_question_expires_and_a_stale_button_says_so() -> None:
     channel = RecordingChannel()
-    interactions = Interactions()
-    answer = await interactions.ask(channel, HERE, Question("Sure?", options=("Yes", "No")), timeout=0.05)
-    assert answer.outcome is Outcome.EXPIRED
+    interactions = ChatQuestions()
+    answer = await interactions.ask(channel, HERE, ChatQuestion("Sure?", options=("Yes", "No")), timeout=0.05)
+    assert answer.outcome is ChatOutcome.EXPIRED
     [(_, buttons)] = list(channel.messages.values())[:1]
     assert buttons == (), "the buttons are taken away once the question is over"
     assert "No answer in time" in channel.texts()[0]

@@ -9,13 +9,12 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from runwield_bridge.acp.client import InProcessAgent
-from runwield_bridge.app import App
-from runwield_bridge.channels.bindings import MemoryBindings
-from runwield_bridge.channels.bridge import BUILTIN_AGENT, Bridge
-from runwield_bridge.channels.contract import Conversation, IncomingMessage, Sender
-from runwield_bridge.channels.dedupe import KEEP_SECONDS, ClaimRecord, Deliveries, Delivery, MemoryUpdateLog
-from runwield_bridge.channels.inbox import INTERRUPTED
+from runwield_bridge.app import App, InProcessAgent
+from runwield_bridge.bridge.bindings import MemoryBindings
+from runwield_bridge.bridge.bridge import BUILTIN_AGENT, Bridge
+from runwield_bridge.channels.types import Conversation, IncomingMessage, Sender
+from runwield_bridge.bridge.dedupe import KEEP_SECONDS, ClaimRecord, Deliveries, Delivery, MemoryUpdateLog
+from runwield_bridge.bridge.inbox import INTERRUPTED, ChannelInbox
 from runwield_bridge.config import Settings
 from runwield_bridge.core.store import Store
 from tests.bridge_kit import OWNER, RecordingChannel, agent_calls, asking_agent, bridge_world
@@ -133,7 +132,7 @@ async def test_updates_reach_the_bridge_in_the_order_they_came_even_when_their_c
     app = await App.start(Settings())
     channel = RecordingChannel()
     bridge = Bridge({BUILTIN_AGENT: InProcessAgent(app.host)}, MemoryBindings(), updates=SlowFirstClaim())
-    inbox = bridge.add_channel(channel)
+    inbox = ChannelInbox(bridge, channel)
     here, me = Conversation("memory", "1"), Sender("me", "me")
 
     async def arrive(n: int) -> None:

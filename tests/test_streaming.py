@@ -8,7 +8,7 @@ from acp import text_block, update_agent_message, update_agent_thought
 from acp.schema import ToolCallProgress, ToolCallStart
 
 from runwield_bridge.acp.extensions import PLAN_LINK, PlanLinkMeta
-from runwield_bridge.channels.contract import Capabilities, Conversation
+from runwield_bridge.channels.types import Capabilities, Conversation
 from tests.bridge_kit import RecordingChannel
 
 HERE = Conversation("memory", "1")

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from runwield_bridge.config import ConfigError, Settings
+from runwield_bridge.app import agent_endpoints
 from runwield_bridge.host import load_plugins
-from runwield_bridge.channels.runner import BridgeService
+from runwield_bridge.bridge.runner import BridgeService
 from runwield_bridge.channels.telegram.channel import SECRET_HEADER
 from tests.bridge_kit import OWNER, SECRET, STRANGER, agent_calls, asking_agent, bridge_world
 from tests.fakes.base import http_post, raw_post
@@ -379,5 +380,5 @@ async def test_a_binding_route_sends_a_chat_to_its_agent_without_a_command(tmp_p
 async def test_configuration_errors_name_the_key(config: dict, error: str) -> None:
     settings = Settings.model_validate(config)
     with pytest.raises(ConfigError, match=error.replace("[", r"\[").replace("]", r"\]")):
-        service = BridgeService(settings, load_plugins(), None, None)  # type: ignore[arg-type]
+        service = BridgeService(settings, load_plugins(), None, agent_endpoints(settings, None))  # type: ignore[arg-type]
         service.bridge.add_channel(service.channels[0])

@@ -27,9 +27,7 @@ from acp.schema import (
 from acp.transports import default_environment
 
 from ..config import AgentConfig
-from ..core.sessions import SessionHost
 from .sdk_gaps import ElicitationRoute, LineTransport, MessageTransport
-from .serve import in_memory_agent
 from .transport import STREAM_LIMIT
 
 log = logging.getLogger(__name__)
@@ -62,26 +60,6 @@ class AgentEndpoint(Protocol):
 def client_connection(client: BridgeClient, transport: MessageTransport, observers: list[Callable[[StreamEvent], None]]) -> ClientSideConnection:
     """The SDK's client connection over ``transport``, with elicitations answered from their raw params."""
     return connect_to_agent(client, ElicitationRoute(transport, client.elicit), use_unstable_protocol=True, observers=observers)
-
-
-class InProcessAgent:
-    """The built-in Session Host on an in-memory ACP pipe: the same protocol an IDE speaks, no process."""
-
-    description = "built-in Session Host (in process)"
-
-    def __init__(self, host: SessionHost) -> None:
-        self.host = host
-
-    @contextlib.asynccontextmanager
-    async def open(self, client: BridgeClient, observers: list[Callable[[StreamEvent], None]]) -> AsyncIterator[Connected]:
-        async with in_memory_agent(self.host) as transport:
-            conn = client_connection(client, transport, observers)
-            forever: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-            try:
-                yield conn, forever
-            finally:
-                forever.cancel()
-                await conn.close()
 
 
 class CommandAgent:

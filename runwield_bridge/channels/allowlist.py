@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterable
 
 from .budget import Clock
-from .contract import Conversation, Sender
+from .types import Conversation, Sender
 
 
 class Allowlist:

@@ -11,162 +11,13 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..config import ConfigError
-from .chunker import Weight, char_weight
+from .settings import ChannelSettings
+from .types import Button, ButtonPress, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, ModelMenu, Sender
 
 if TYPE_CHECKING:
-    from ..web.server import WebServer
-    from .settings import ChannelSettings
-
-
-@dataclass(frozen=True, slots=True)
-class Capabilities:
-    """What a platform can render; the Bridge shapes its output to fit."""
-
-    max_message_length: int
-    edits: bool = True
-    buttons: bool = True
-    url_buttons: bool = False
-    threads: bool = False
-    command_menu: bool = False
-    full_history: bool = False
-    local: bool = False
-    """People read it on this machine (a terminal), where loopback links open."""
-    """Show a resumed session's history in full (a terminal) rather than as a one-message summary."""
-    weight: Weight = char_weight
-    """What one character costs against ``max_message_length`` (Telegram: UTF-16 units; Slack: bytes)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Conversation:
-    """A place people talk to an agent: a chat, or a thread (topic) inside one."""
-
-    channel: str
-    chat: str
-    thread: str | None = None
-    group: bool = False
-
-    @property
-    def key(self) -> str:
-        """The stable id a binding is stored under, e.g. ``telegram:-1001:42``."""
-        return ":".join(part for part in (self.channel, self.chat, self.thread) if part is not None)
-
-
-@dataclass(frozen=True, slots=True)
-class Sender:
-    """Who sent an update, in the platform's own ids."""
-
-    id: str
-    name: str
-    display_name: str = ""
-    is_bot: bool = False
-    roles: tuple[str, ...] = ()
-    """The sender's roles where the platform has them (Discord), for role allowlists."""
-
-
-@dataclass(frozen=True, slots=True)
-class Attachment:
-    """An image sent with a message; fetched only if the agent accepts images."""
-
-    mime_type: str
-    fetch: Callable[[], Awaitable[bytes]]
-
-
-@dataclass(frozen=True, slots=True)
-class IncomingMessage:
-    """A person's message (commands included) in a conversation."""
-
-    conversation: Conversation
-    sender: Sender
-    text: str
-    images: tuple[Attachment, ...] = ()
-    message_id: str | None = None
-    sent_at: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ButtonPress:
-    """A press on a button the Bridge sent; ``data`` is the button's ``data``, ``conversation`` where it was pressed.
-
-    The Bridge lets a press answer only a question asked in ``conversation``, so a channel takes it
-    from the platform (the chat and thread of the pressed message), never from ``data``.
-    """
-
-    conversation: Conversation
-    sender: Sender
-    data: str
-
-
-@dataclass(frozen=True, slots=True)
-class Button:
-    """A button under a message: an answer (``data``) or a link (``url``)."""
-
-    label: str
-    data: str | None = None
-    url: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class MessageRef:
-    """A message the channel sent, so it can be edited."""
-
-    conversation: Conversation
-    id: str
-
-
-@dataclass(frozen=True, slots=True)
-class MenuCommand:
-    """An entry of a platform's command menu."""
-
-    name: str
-    description: str
-    aliases: tuple[str, ...] = ()
-    """Other names the command answers to, for menus that cannot show its name (Telegram: no dashes)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ModelChoice:
-    """One model a session can switch to (a value of the agent's model config option)."""
-
-    value: str
-    name: str
-    description: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ModelMenu:
-    """The models a session offers, and which one it uses now."""
-
-    current: str | None
-    choices: tuple[ModelChoice, ...]
-
-
-class RateLimited(Exception):
-    """The platform refused a send or edit for now; try again after ``retry_after`` seconds."""
-
-    def __init__(self, retry_after: float) -> None:
-        super().__init__(f"rate limited; retry after {retry_after:g}s")
-        self.retry_after = retry_after
-
-
-class ChannelMisconfigured(ConfigError):
-    """The platform refused for good what the configuration asks of it (a 4xx other than 429: a missing scope, intent or
-    permission, an unknown endpoint): a configuration error, so the channel stops rather than retrying."""
-
-    def __init__(self, key: str, platform: str, refusal: str) -> None:
-        super().__init__(f"{key}: {platform} refused it ({refusal}); fix this setting and start again")
-        self.key = key
-
-
-class CredentialsRejected(ChannelMisconfigured):
-    """The platform refused a configured credential (401, an invalid or revoked token)."""
-
-    def __init__(self, key: str, platform: str) -> None:
-        ConfigError.__init__(self, f"{key}: {platform} rejected this credential; put the right value there (it is not shown here)")
-        self.key = key
+    from aiohttp import web
 
 
 class ReplyView(Protocol):
@@ -252,11 +103,22 @@ class Channel(Protocol):
         """Release the platform client."""
 
 
+class WebRoutes(Protocol):
+    """The process's one web server, as a channel that receives webhooks sees it."""
+
+    @property
+    def base_url(self) -> str:
+        """Where the server is reached from outside (``[web] public_url``, else its listen address)."""
+
+    def add_route(self, method: str, path: str, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> None:
+        """Serve ``path`` with ``handler``."""
+
+
 @dataclass(frozen=True, slots=True)
 class ChannelContext:
     """What a channel factory gets besides its config section: the shared web server for webhooks."""
 
-    web: WebServer
+    web: WebRoutes
 
 
 ChannelFactory = Callable[[dict[str, Any], ChannelContext], Channel]

@@ -1,4 +1,4 @@
-"""Config sections the Bridge reads: the keys every channel shares, and ``[[bindings]]`` routes."""
+"""The keys every ``[channels.NAME]`` section shares, and how a section is checked."""
 
 from __future__ import annotations
 
@@ -35,21 +35,6 @@ class ChannelSettings(Strict):
         return Allowlist(self.allowed_users, self.allowed_chats)
 
 
-class BindingRoute(Strict):
-    """A ``[[bindings]]`` entry: a chat (or one thread of it) routed to an agent and a working directory."""
-
-    channel: str
-    chat: Id
-    thread: Id | None = None
-    agent: str | None = None
-    cwd: str | None = None
-
-    def matches(self, channel: str, chat: str, thread: str | None) -> bool:
-        if (self.channel, str(self.chat)) != (channel, chat):
-            return False
-        return self.thread is None or str(self.thread) == thread
-
-
 S = TypeVar("S", bound=Strict)
 
 
@@ -59,7 +44,3 @@ def parse_section(model: type[S], raw: dict[str, Any], where: str) -> S:
         return model.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(describe_errors(exc, where)) from None
-
-
-def parse_routes(raw: list[dict[str, Any]]) -> list[BindingRoute]:
-    return [parse_section(BindingRoute, entry, f"bindings[{i}]") for i, entry in enumerate(raw)]

@@ -16,8 +16,9 @@ from typing import Any
 
 from ..acp.extensions import PLAN_LINK
 from .budget import ChatBudget, Clock
-from .chunker import split_message
-from .contract import Button, Channel, Conversation, MessageRef, RateLimited
+from .chunking import split_message
+from .contract import Channel
+from .types import Button, Conversation, MessageRef, RateLimited
 
 log = logging.getLogger(__name__)
 

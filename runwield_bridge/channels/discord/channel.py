@@ -21,8 +21,8 @@ from discord.http import Route
 
 from ..allowlist import stranger_notice
 from ..budget import Budgets
-from ..bridge import BridgeError
-from ..contract import Button, ButtonPress, Capabilities, ChannelContext, Conversation, Inbox, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
+from ..contract import ChannelContext, Inbox
+from ..types import BridgeError, Button, ButtonPress, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
 from ..streaming import StreamingReply
 from .components import MODEL_SELECT, PRESS_PREFIX, button_view, model_view
 from .events import conversation_of, incoming, sender_of, thread_name, without_mention

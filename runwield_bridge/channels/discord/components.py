@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import discord
 
-from ..contract import Button, ModelMenu
+from ..types import Button, ModelMenu
 
 PRESS_PREFIX = "wld:"
 MODEL_SELECT = "wld-model"

@@ -7,7 +7,7 @@ from typing import Any
 
 import discord
 
-from ..contract import Attachment, Conversation, IncomingMessage, Sender
+from ..types import Attachment, Conversation, IncomingMessage, Sender
 
 CHANNEL = "discord"
 THREAD_NAME_LENGTH = 80

@@ -7,8 +7,7 @@ from collections.abc import Iterator
 
 import discord
 
-from ..contract import ChannelMisconfigured, CredentialsRejected
-from ..supervisor import Unavailable
+from ..types import ChannelMisconfigured, CredentialsRejected, Unavailable
 
 INTENTS_SETTING = "the bot's Message Content intent (Discord Developer Portal, Bot page)"
 GATEWAY_REFUSALS = {4010: "invalid shard", 4011: "sharding required", 4012: "invalid API version", 4013: "invalid intents"}

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 import discord
 from discord import app_commands
 
-from ..commands import BRIDGE_COMMANDS
+from ..bridge_commands import BRIDGE_COMMANDS
 
 RunCommand = Callable[[discord.Interaction, str], Awaitable[None]]
 ShowModels = Callable[[discord.Interaction], Awaitable[None]]

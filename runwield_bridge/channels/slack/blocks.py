@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..chunker import split_message
-from ..contract import Button
+from ..chunking import split_message
+from ..types import Button
 
 SECTION_LENGTH = 3000
 MAX_BUTTONS = 25

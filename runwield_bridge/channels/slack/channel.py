@@ -23,13 +23,14 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from ..budget import Budgets
-from ..contract import Button, ButtonPress, Capabilities, ChannelContext, Conversation, Inbox, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
+from ..contract import ChannelContext, Inbox
+from ..types import Button, ButtonPress, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
 from ..streaming import StreamingReply
 from ..webhooks import refuse
 from .blocks import blocks
 from .events import conversation_of, from_a_person, images, mentions, sent_at, without_mention
 from .failures import refusals
-from .markup import mrkdwn_weight, to_mrkdwn
+from .mrkdwn import mrkdwn_weight, to_mrkdwn
 from .payload import UserInfo, request_problem, signed
 from .settings import SlackSettings
 

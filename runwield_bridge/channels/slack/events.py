@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from ..contract import Attachment, Conversation
+from ..types import Attachment, Conversation
 
 CHANNEL = "slack"
 CONVERSING = (None, "file_share", "thread_broadcast")

@@ -7,8 +7,7 @@ from collections.abc import Iterator
 
 from slack_sdk.errors import SlackApiError
 
-from ..contract import ChannelMisconfigured, CredentialsRejected
-from ..supervisor import Unavailable
+from ..types import ChannelMisconfigured, CredentialsRejected, Unavailable
 
 REJECTED_AUTH = ("not_authed", "invalid_auth", "account_inactive", "token_revoked", "token_expired")
 PASSING = ("ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout")

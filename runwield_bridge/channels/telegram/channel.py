@@ -31,17 +31,17 @@ from telegram.warnings import PTBDeprecationWarning
 from ...redaction import keep_secret
 from ..background import Background
 from ..budget import Budgets
-from ..chunker import utf16_weight
-from ..commands import BRIDGE_COMMANDS
-from ..contract import Button, Capabilities, ChannelContext, Conversation, Inbox, MenuCommand, MessageRef, RateLimited
+from ..bridge_commands import BRIDGE_COMMANDS
+from ..chunking import utf16_weight
+from ..contract import ChannelContext, Inbox
+from ..types import Button, Capabilities, Conversation, MenuCommand, MessageRef, RateLimited, Unavailable
 from ..streaming import StreamingReply
-from ..supervisor import Unavailable
 from ..webhooks import misfit, refuse
 from .failures import PollingRequest, refusals, sorted_out
-from .markup import to_html
+from .html import to_html
 from .payload import WebhookUpdate
 from .settings import TelegramSettings
-from .updates import BotIdentity, message_event, press_event
+from .events import BotIdentity, message_event, press_event
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,7 @@ from typing import Any
 from telegram.error import BadRequest, Conflict, InvalidToken, NetworkError, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
 
-from ..contract import ChannelMisconfigured, CredentialsRejected
-from ..supervisor import Unavailable
+from ..types import ChannelMisconfigured, CredentialsRejected, Unavailable
 
 
 def sorted_out(exc: TelegramError, channel: str, key: str) -> Exception:

@@ -23,22 +23,23 @@ from ..acp.client import AgentEndpoint
 from ..acp.extensions import ALIASES, NOTICE, TURN
 from ..config import ConfigError
 from ..redaction import redact
-from .agents import AgentLink, AgentUnavailable
-from .allowlist import Allowlist, NoticeThrottle, stranger_notice
+from .agent_links import AgentLink, AgentUnavailable
+from ..channels.allowlist import Allowlist, NoticeThrottle, stranger_notice
 from .asking import CANCELLED, ask_permission, ask_question
-from .background import Background
+from ..channels.background import Background
 from .bindings import BindingStore
-from .commands import BRIDGE_COMMANDS, GREETING, Command, command_list, parse_command
-from .contract import ButtonPress, Channel, Conversation, IncomingMessage, MenuCommand, ModelChoice, ModelMenu, Sender
-from .conversations import BridgeError, ConversationState, Replay
+from .help_text import command_list
+from ..channels.bridge_commands import BRIDGE_COMMANDS, GREETING, parse_command
+from ..channels.contract import Channel
+from ..channels.types import BridgeCommand, BridgeError, ButtonPress, Conversation, IncomingMessage, MenuCommand, ModelChoice, ModelMenu, Sender
+from .conversations import ConversationState, Replay
 from .dedupe import Deliveries, MemoryUpdateLog, UpdateLog
 from .delivery import deliver
-from .inbox import ChannelInbox
-from .interactions import Interactions
-from .questions import Unsupported
-from .sender import sender_context, wants_sender_context
-from .settings import BindingRoute
-from .streaming import SHOWN
+from .asking.pending import ChatQuestions
+from .asking.forms import Unsupported
+from .sender_context import sender_context, wants_sender_context
+from .routes import BindingRoute
+from ..channels.streaming import SHOWN
 from .supervisor import Backoff
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ class Bridge:
         self.deliveries = Deliveries(updates or MemoryUpdateLog())
         """Claims of the channels' updates, so each is handled once (durable when ``updates`` is the store)."""
         self.routes = list(routes)
-        self.interactions = Interactions()
+        self.questions = ChatQuestions()
         self.background = Background("bridge")
         self._states: dict[str, ConversationState] = {}
         self._turns: set[asyncio.Task[None]] = set()
@@ -76,13 +77,12 @@ class Bridge:
             if route.agent is not None:
                 self._check_agent(route.agent, f"bindings[{i}].agent")
 
-    def add_channel(self, channel: Channel) -> ChannelInbox:
-        """Register a channel; returns the inbox its listener hands updates to."""
+    def add_channel(self, channel: Channel) -> None:
+        """Register a channel (its allowlist and stranger notices); its listener gets a ``ChannelInbox``."""
         settings = channel.settings
         self._check_agent(settings.agent, f"channels.{channel.name}.agent")
         self._allowlists[channel.name] = settings.allowlist()
         self._notices[channel.name] = NoticeThrottle(settings.stranger_notice_interval)
-        return ChannelInbox(self, channel)
 
     async def close(self, grace: float = 5.0) -> None:
         """Cancel running turns (waiting ``grace`` seconds for them to settle), then stop the agents."""
@@ -104,7 +104,7 @@ class Bridge:
     async def channel_failed(self, channel: Channel, error: BaseException, delay: float) -> None:
         """Tell the conversations waiting on a channel (a turn or a question open) that its listener failed."""
         for state in list(self._states.values()):
-            if state.channel is channel and (state.running or self.interactions.has_open(state.conversation)):
+            if state.channel is channel and (state.running or self.questions.has_open(state.conversation)):
                 await self._say(
                     channel,
                     state.conversation,
@@ -128,10 +128,10 @@ class Bridge:
             if command := parse_command(message.text):
                 await self._command(state, command)
                 return None
-            if self.interactions.has_open(conversation):
+            if self.questions.has_open(conversation):
                 if message.images:
                     await self._say(channel, conversation, "An attachment does not answer the question above; reply with text, or send /cancel.")
-                elif correction := self.interactions.offer_text(conversation, message.text, sender):
+                elif correction := self.questions.offer_text(conversation, message.text, sender):
                     await self._say(channel, conversation, correction)
                 return None
             if state.running:
@@ -153,7 +153,7 @@ class Bridge:
         """A press answers only a question of the conversation it came from, by someone allowed there."""
         if not self.allows(channel, press.sender, press.conversation):
             return "Only people on this bot's allowlist can answer."
-        return self.interactions.press(channel, press)
+        return self.questions.press(channel, press)
 
     def allows(self, channel: Channel, sender: Sender, conversation: Conversation) -> bool:
         return self._allowlists[channel.name].allows(sender, conversation)
@@ -234,7 +234,7 @@ class Bridge:
 
     async def cancel(self, state: ConversationState) -> bool:
         """Cancel open questions and the running turn (``session/cancel``); True if a turn was running."""
-        self.interactions.cancel(state.conversation)
+        self.questions.cancel(state.conversation)
         if not state.running:
             return False
         link = self.links.get(state.agent or "")
@@ -385,7 +385,7 @@ class Bridge:
             raise
         finally:
             state.prompting = False
-            self.interactions.cancel(conversation)
+            self.questions.cancel(conversation)
             if state.view is view:
                 state.view = None
             await asyncio.shield(view.finish(stop_reason, error))
@@ -441,7 +441,7 @@ class Bridge:
         if state is None:
             return CANCELLED
         await self._pause_replies(state)
-        return await ask_permission(self.interactions, state.channel, state.conversation, tool_call, options)
+        return await ask_permission(self.questions, state.channel, state.conversation, tool_call, options)
 
     async def on_elicitation(self, agent: str, session_id: str | None, params: Any) -> dict[str, Any]:
         state = self._by_session.get((agent, session_id)) if session_id else None
@@ -450,14 +450,14 @@ class Bridge:
             return {"action": "decline"}
         await self._pause_replies(state)
         try:
-            return await ask_question(self.interactions, state.channel, state.conversation, params)
+            return await ask_question(self.questions, state.channel, state.conversation, params)
         except Unsupported as exc:
             await self._say(state.channel, state.conversation, f"❓ Agent {agent} asked a question this bridge cannot show: {exc}. It was declined.")
             return {"action": "decline"}
 
     # -- commands ------------------------------------------------------------
 
-    async def _command(self, state: ConversationState, command: Command) -> None:
+    async def _command(self, state: ConversationState, command: BridgeCommand) -> None:
         channel, conversation = state.channel, state.conversation
         if command.name == "cancel":
             if not await self.cancel(state):
@@ -506,7 +506,7 @@ class Bridge:
         name = state.agent or state.channel.settings.agent
         link = self.links.get(name)
         if state.running:
-            activity = "waiting for your answer" if self.interactions.has_open(state.conversation) else "working on a turn"
+            activity = "waiting for your answer" if self.questions.has_open(state.conversation) else "working on a turn"
         else:
             activity = "idle"
         return "\n".join(

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ..config import WebConfig
 from ..web.server import split_listen
-from .contract import Channel
+from ..channels.contract import Channel
 
 
 def unreachable_links(web: WebConfig, channels: Sequence[Channel]) -> str | None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from telegram import Bot, Message, Update, User
 
-from ..contract import Attachment, ButtonPress, Conversation, IncomingMessage, Sender
+from ..types import Attachment, ButtonPress, Conversation, IncomingMessage, Sender
 
 CHANNEL = "telegram"
 GROUP_TYPES = ("group", "supergroup")

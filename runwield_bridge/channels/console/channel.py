@@ -1,4 +1,4 @@
-"""The ``console`` channel: a terminal chat, and ``wld chat`` (the Bridge with only this channel).
+"""The ``console`` channel: a terminal chat (``wld chat`` is the Bridge with only this channel).
 
 Replies stream as they arrive; Ctrl-C (or /cancel) cancels the running turn, and at the prompt Ctrl-C,
 Ctrl-D or /quit leaves. ``--session ID`` resumes a saved session (its history is printed), and bridge
@@ -25,25 +25,11 @@ from acp.schema import (
     UserMessageChunk,
 )
 
-from ..acp.client import InProcessAgent
-from ..hookspecs import hookimpl
-from .background import Background
-from .bindings import MemoryBindings
-from .bridge import BUILTIN_AGENT, Bridge
-from .commands import parse_command
-from .conversations import BridgeError
-from .contract import (
-    Button,
-    Capabilities,
-    ChannelContext,
-    Conversation,
-    IncomingMessage,
-    Inbox,
-    MenuCommand,
-    MessageRef,
-    Sender,
-)
-from .settings import ChannelSettings, Id, parse_section
+from ..background import Background
+from ..bridge_commands import parse_command
+from ..contract import Inbox
+from ..types import BridgeError, Button, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, Sender
+from ..settings import ChannelSettings, Id
 
 EXIT_WORDS = {"/quit", "/exit"}
 CONVERSATION = Conversation("console", "local")
@@ -265,28 +251,3 @@ def _start_line_reader(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str
         loop.call_soon_threadsafe(queue.put_nowait, None)
 
     threading.Thread(target=read, name="wld-chat-stdin", daemon=True).start()
-
-
-async def run_chat(host: Any, session_id: str | None = None, cwd: str | None = None) -> int:
-    """``wld chat``: the console channel on a Bridge whose only agent is ``host``, the in-process Session Host."""
-    channel = ConsoleChannel(ConsoleSettings(cwd=cwd), session_id)
-    bridge = Bridge({BUILTIN_AGENT: InProcessAgent(host)}, MemoryBindings())
-    try:
-        await channel.run(bridge.add_channel(channel))
-        return 0
-    except BridgeError as exc:
-        print(f"wld chat: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        await bridge.close()
-        await channel.close()
-
-
-@hookimpl
-def register_channels(register: Any) -> None:
-    """Register the terminal channel."""
-
-    def build(section: dict[str, Any], context: ChannelContext) -> ConsoleChannel:
-        return ConsoleChannel(parse_section(ConsoleSettings, section, "channels.console"))
-
-    register("console", build)

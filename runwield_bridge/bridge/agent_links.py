@@ -13,7 +13,8 @@ from acp.client.connection import ClientSideConnection
 from acp.schema import Implementation, InitializeResponse, PermissionOption, RequestPermissionResponse, ToolCallProgress, ToolCallUpdate
 
 from ..acp.client import CLIENT_CAPABILITIES, AgentEndpoint, SessionOfRequest
-from .supervisor import Backoff, Supervisor, Unavailable
+from ..channels.types import Unavailable
+from .supervisor import Backoff, Supervisor
 
 log = logging.getLogger(__name__)
 CLIENT_INFO = Implementation(name="runwield-bridge", title="RunWield Bridge", version=version("runwield-bridge"))

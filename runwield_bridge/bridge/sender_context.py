@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from .contract import IncomingMessage
+from ..channels.types import IncomingMessage
 
 SCHEMA = "openab.sender.v1"
 

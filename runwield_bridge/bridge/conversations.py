@@ -6,11 +6,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from .contract import Channel, Conversation, MenuCommand, ReplyView
-
-
-class BridgeError(Exception):
-    """What a person asked for cannot be done; the message says why, in words for the chat."""
+from ..channels.contract import Channel, ReplyView
+from ..channels.types import Conversation, MenuCommand
 
 
 @dataclass

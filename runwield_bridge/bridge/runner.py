@@ -10,16 +10,17 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Protocol
 
-from ..acp.client import AgentEndpoint, CommandAgent, InProcessAgent
+from ..acp.client import AgentEndpoint
 from ..config import ConfigError, Settings
 from ..host import PluginHost
 from ..web.server import WebServer
 from .bindings import BindingStore
-from .bridge import BUILTIN_AGENT, Bridge
-from .contract import Channel, ChannelContext, ChannelFactory
+from .bridge import Bridge
+from ..channels.contract import Channel, ChannelContext, ChannelFactory
 from .dedupe import UpdateLog
+from .inbox import ChannelInbox
 from .links import unreachable_links
-from .settings import parse_routes
+from .routes import parse_routes
 from .supervisor import Backoff, Supervisor
 
 log = logging.getLogger(__name__)
@@ -31,16 +32,6 @@ class BridgeStore(BindingStore, UpdateLog, Protocol):
 
 NO_CHANNELS = "wld bridge: no channels configured; add a [channels.NAME] section (see docs/channels.md)"
 NO_CHANNEL_LEFT = "wld bridge: every channel stopped on a configuration error (logged above); fix it and start again"
-
-
-def agent_endpoints(settings: Settings, session_host: Any) -> dict[str, AgentEndpoint]:
-    """``runwield`` (the in-process Session Host) and every ``[agents.NAME]``."""
-    endpoints: dict[str, AgentEndpoint] = {BUILTIN_AGENT: InProcessAgent(session_host)}
-    for name, config in settings.agents.items():
-        if name == BUILTIN_AGENT:
-            raise ConfigError(f"agents.{name}: this name is the built-in Session Host; choose another")
-        endpoints[name] = CommandAgent(config)
-    return endpoints
 
 
 def build_channels(settings: Settings, plugins: PluginHost, context: ChannelContext) -> list[Channel]:
@@ -69,7 +60,7 @@ class BridgeService:
         settings: Settings,
         plugins: PluginHost,
         store: BridgeStore,
-        session_host: Any,
+        agents: dict[str, AgentEndpoint],
         *,
         web: WebServer | None = None,
         start_web: Callable[[], Awaitable[object]] | None = None,
@@ -82,7 +73,7 @@ class BridgeService:
         self.channels = build_channels(settings, plugins, ChannelContext(self.web))
         self._needs_web = self.web.route_count > routes
         self.bridge = Bridge(
-            agent_endpoints(settings, session_host),
+            agents,
             store,
             parse_routes(settings.bindings),
             start_timeout=start_timeout,
@@ -94,7 +85,7 @@ class BridgeService:
         """The channels' supervised listeners; one ends only when its channel is done (the terminal's person left)."""
 
     async def start(self) -> None:
-        inboxes = [(channel, self.bridge.add_channel(channel)) for channel in self.channels]
+        inboxes = [(channel, ChannelInbox(self.bridge, channel)) for channel in self.channels]
         if warning := unreachable_links(self.web.config, self.channels):
             log.warning(warning)
         if self._needs_web:
@@ -131,20 +122,9 @@ class BridgeService:
         await self.stop()
 
 
-async def run_bridge(
-    settings: Settings,
-    plugins: PluginHost,
-    store: BridgeStore,
-    session_host: Any,
-    web: WebServer | None = None,
-    start_web: Callable[[], Awaitable[object]] | None = None,
-) -> int:
+async def run_bridge(service: BridgeService) -> int:
     """Run until SIGINT or SIGTERM, until a channel is done (``/quit`` or end of input at a console channel),
     or until every channel has stopped on a configuration error (then 2)."""
-    if not settings.channels:
-        print(NO_CHANNELS, file=sys.stderr)
-        return 2
-    service = BridgeService(settings, plugins, store, session_host, web=web, start_web=start_web)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from .contract import Button, ButtonPress, Channel, Conversation, MessageRef, Sender
-from .delivery import deliver
+from ...channels.contract import Channel
+from ...channels.types import Button, ButtonPress, Conversation, MessageRef, Sender
+from ..delivery import deliver
 
 log = logging.getLogger(__name__)
 PRESS_PREFIX = "wld"
@@ -27,7 +28,7 @@ class InvalidAnswer(ValueError):
     """A typed answer that does not fit; the message says what would."""
 
 
-class Outcome(Enum):
+class ChatOutcome(Enum):
     ANSWERED = "answered"
     DECLINED = "declined"
     EXPIRED = "expired"
@@ -38,14 +39,14 @@ class Outcome(Enum):
 class Answer:
     """How a question ended; ``value`` is the chosen option's index or the parsed typed answer."""
 
-    outcome: Outcome
+    outcome: ChatOutcome
     value: Any = None
     by: Sender | None = None
     label: str = ""
 
 
 @dataclass(frozen=True)
-class Question:
+class ChatQuestion:
     """What to ask and which answers count."""
 
     text: str
@@ -68,7 +69,7 @@ class _Pending:
     token: str
     channel: Channel
     conversation: Conversation
-    question: Question
+    question: ChatQuestion
     buttons: bool
     future: asyncio.Future[Answer] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     message: MessageRef | None = None
@@ -87,14 +88,14 @@ class _Pending:
         return True
 
 
-class Interactions:
+class ChatQuestions:
     """Open questions, found by button token or by conversation (the oldest one claims typed text)."""
 
     def __init__(self) -> None:
         self._by_token: dict[str, _Pending] = {}
         self._by_conversation: dict[str, list[_Pending]] = {}
 
-    async def ask(self, channel: Channel, conversation: Conversation, question: Question, timeout: float) -> Answer:
+    async def ask(self, channel: Channel, conversation: Conversation, question: ChatQuestion, timeout: float) -> Answer:
         """Show the question and wait for its answer, at most ``timeout`` seconds."""
         buttons = channel.capabilities.buttons and bool(
             (question.options and question.options_as_buttons) or question.decline
@@ -107,10 +108,10 @@ class Interactions:
             try:
                 answer = await asyncio.wait_for(asyncio.shield(pending.future), timeout)
             except TimeoutError:
-                pending.settle(Answer(Outcome.EXPIRED))
+                pending.settle(Answer(ChatOutcome.EXPIRED))
                 answer = pending.future.result()
         except asyncio.CancelledError:
-            pending.settle(Answer(Outcome.CANCELLED))
+            pending.settle(Answer(ChatOutcome.CANCELLED))
             raise
         finally:
             self._forget(pending)
@@ -130,9 +131,9 @@ class Interactions:
         if pending is None or not data.startswith(f"{PRESS_PREFIX}:") or not pending.asked_in(channel, press.conversation):
             return NOT_OPEN
         if choice == DECLINE:
-            answer = Answer(Outcome.DECLINED, by=sender, label=pending.question.decline or "Declined")
+            answer = Answer(ChatOutcome.DECLINED, by=sender, label=pending.question.decline or "Declined")
         elif choice.isdigit() and int(choice) < len(pending.question.options):
-            answer = Answer(Outcome.ANSWERED, int(choice), sender, pending.question.options[int(choice)])
+            answer = Answer(ChatOutcome.ANSWERED, int(choice), sender, pending.question.options[int(choice)])
         else:
             return "That button does not belong to this question."
         return "Answer recorded." if pending.settle(answer) else "This question was already answered."
@@ -153,10 +154,10 @@ class Interactions:
         try:
             if question.parse is not None:
                 value = question.parse(text)
-                answer = Answer(Outcome.ANSWERED, value, sender, question.label_of(value))
+                answer = Answer(ChatOutcome.ANSWERED, value, sender, question.label_of(value))
             else:
                 index = choose(question.options, text)
-                answer = Answer(Outcome.ANSWERED, index, sender, question.options[index])
+                answer = Answer(ChatOutcome.ANSWERED, index, sender, question.options[index])
         except InvalidAnswer as exc:
             return f"{exc} (Or send /cancel.)"
         pending.settle(answer)
@@ -165,7 +166,7 @@ class Interactions:
     def cancel(self, conversation: Conversation) -> int:
         """Cancel every open question in the conversation; returns how many there were."""
         pendings = list(self._by_conversation.get(conversation.key, ()))
-        return sum(p.settle(Answer(Outcome.CANCELLED)) for p in pendings)
+        return sum(p.settle(Answer(ChatOutcome.CANCELLED)) for p in pendings)
 
     def _new_token(self) -> str:
         while (token := secrets.token_hex(4)) in self._by_token:
@@ -192,7 +193,7 @@ def choose(options: Sequence[str], text: str) -> int:
     raise InvalidAnswer(f"Please reply with a number from 1 to {len(options)}.")
 
 
-def render(question: Question, buttons: bool, hint: bool = True) -> str:
+def render(question: ChatQuestion, buttons: bool, hint: bool = True) -> str:
     """The question's text; options are numbered in the text where they are not buttons."""
     lines = [question.text]
     if question.options and not (buttons and question.options_as_buttons):
@@ -204,7 +205,7 @@ def render(question: Question, buttons: bool, hint: bool = True) -> str:
     return "\n".join(lines)
 
 
-def _default_hint(question: Question) -> str:
+def _default_hint(question: ChatQuestion) -> str:
     if question.options and question.parse is None:
         return "Reply with a number, or send /cancel."
     return "Reply with your answer, or send /cancel."
@@ -222,11 +223,11 @@ def _buttons(pending: _Pending) -> list[Button]:
     return buttons
 
 
-def outcome_line(question: Question, answer: Answer) -> str:
-    if answer.outcome in (Outcome.ANSWERED, Outcome.DECLINED):
+def outcome_line(question: ChatQuestion, answer: Answer) -> str:
+    if answer.outcome in (ChatOutcome.ANSWERED, ChatOutcome.DECLINED):
         by = f" (by {answer.by.display_name or answer.by.name})" if answer.by else ""
         return f"→ {answer.label}{by}"
-    if answer.outcome is Outcome.EXPIRED:
+    if answer.outcome is ChatOutcome.EXPIRED:
         return question.expired_text
     return question.cancelled_text
 

@@ -20,15 +20,12 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from ..channels.types import Unavailable
 from ..config import ConfigError
 
 log = logging.getLogger(__name__)
 
 OnFailure = Callable[[BaseException, float], Awaitable[None]]
-
-
-class Unavailable(Exception):
-    """The far side could not be reached or failed on its side (network, timeout, server error, rate limit): worth retrying."""
 
 
 TRANSIENT = (Unavailable, OSError, TimeoutError, aiohttp.ClientConnectionError)

@@ -34,11 +34,11 @@ from acp.schema import (
 )
 from pydantic import TypeAdapter, ValidationError
 
-from ..acp.other_choice import ChoiceWithOther, NotAnAnswer, other_prompt, read_choice, recognise
-from .interactions import Answer, InvalidAnswer, Outcome, Question
+from ...acp.other_choice import ChoiceWithOther, NotAnAnswer, other_prompt, read_choice, recognise
+from .pending import Answer, ChatOutcome, ChatQuestion, InvalidAnswer
 
 Kind = Literal["text", "number", "integer", "boolean", "choice", "multi"]
-Ask = Callable[[Question, float], Awaitable[Answer]]
+Ask = Callable[[ChatQuestion, float], Awaitable[Answer]]
 SKIP = "-"
 MAX_BUTTONS = 4
 
@@ -208,7 +208,7 @@ def _has_format(fmt: str, answer: str) -> bool:
     return True
 
 
-def field_question(message: str, field: Field, number: int, total: int) -> Question:
+def field_question(message: str, field: Field, number: int, total: int) -> ChatQuestion:
     """The text prompt for one field of a form (the form's message goes with the first); a form's only field is the
     message's own question, so it carries no number and no title."""
     optional = f" (optional; reply {SKIP} to skip)" if not field.required else ""
@@ -224,7 +224,7 @@ def field_question(message: str, field: Field, number: int, total: int) -> Quest
         "boolean": "Reply with a number.",
         "multi": "Reply with the numbers of your choices, separated by commas.",
     }.get(field.kind, "Reply with your answer.")
-    return Question(
+    return ChatQuestion(
         "\n".join(lines),
         options=tuple(label for _, label in field.choices),
         options_as_buttons=False,
@@ -245,10 +245,10 @@ def _shown(field: Field, value: Any) -> str:
     return labels.get(value, str(value))
 
 
-def other_choice_question(message: str, form: ChoiceWithOther) -> Question:
+def other_choice_question(message: str, form: ChoiceWithOther) -> ChatQuestion:
     """A choice with Other as one question: buttons for two to four options (and Other), else a numbered menu."""
     labels = tuple(option.label for option in form.options)
-    return Question(
+    return ChatQuestion(
         f"❓ {message}",
         options=labels,
         options_as_buttons=2 <= form.listed <= MAX_BUTTONS,
@@ -271,19 +271,19 @@ async def run_choice_with_other(message: str, form: ChoiceWithOther, text: Field
     """Ask a choice with Other as one question, and Other's ``text`` field once only if Other was picked bare."""
     deadline = time.monotonic() + timeout
     answer = await ask(other_choice_question(message, form), timeout)
-    if answer.outcome is not Outcome.ANSWERED:
+    if answer.outcome is not ChatOutcome.ANSWERED:
         return _unanswered(answer)
     picked = answer.value
     if picked == form.other:
         own = replace(text, required=True)
-        follow_up = Question(
+        follow_up = ChatQuestion(
             f"❓ {other_prompt(message)}",
             parse=lambda reply: parse_value(own, reply),
             decline="Decline",
             hint="Reply with your answer. Send /cancel to stop.",
         )
         answer = await ask(follow_up, max(deadline - time.monotonic(), 0.001))
-        if answer.outcome is not Outcome.ANSWERED:
+        if answer.outcome is not ChatOutcome.ANSWERED:
             return _unanswered(answer)
         picked = answer.value
     return {"action": "accept", "content": form.content(picked)}
@@ -300,17 +300,17 @@ async def run_form(message: str, schema: ElicitationSchema, ask: Ask, timeout: f
     if choice is not None:
         options = tuple(label for _, label in choice.choices)
         text = f"❓ {message}" + (f"\n\n{choice.title}" if choice.title != choice.name else "")
-        answer = await ask(Question(text, options=options, decline="Decline"), timeout)
-        if answer.outcome is Outcome.ANSWERED:
+        answer = await ask(ChatQuestion(text, options=options, decline="Decline"), timeout)
+        if answer.outcome is ChatOutcome.ANSWERED:
             return {"action": "accept", "content": {choice.name: choice.choices[answer.value][0]}}
         return _unanswered(answer)
     if not fields:
-        answer = await ask(Question(f"❓ {message}", options=("OK",), decline="Decline"), timeout)
-        return {"action": "accept", "content": {}} if answer.outcome is Outcome.ANSWERED else _unanswered(answer)
+        answer = await ask(ChatQuestion(f"❓ {message}", options=("OK",), decline="Decline"), timeout)
+        return {"action": "accept", "content": {}} if answer.outcome is ChatOutcome.ANSWERED else _unanswered(answer)
     content: dict[str, Any] = {}
     for number, field in enumerate(fields, 1):
         answer = await ask(field_question(message, field, number, len(fields)), max(deadline - time.monotonic(), 0.001))
-        if answer.outcome is not Outcome.ANSWERED:
+        if answer.outcome is not ChatOutcome.ANSWERED:
             return _unanswered(answer)
         if answer.value != SKIP:
             content[field.name] = answer.value
@@ -320,9 +320,9 @@ async def run_form(message: str, schema: ElicitationSchema, ask: Ask, timeout: f
 async def run_url(message: str, url: str, ask: Ask, timeout: float) -> dict[str, Any]:
     """Show the literal URL (never fetched here) and ask whether to continue."""
     text = f"🔗 {message}\n\n{url}\n\nThe bridge has not opened this link. Continue once you have dealt with it."
-    answer = await ask(Question(text, options=("Continue",), decline="Decline"), timeout)
-    return {"action": "accept"} if answer.outcome is Outcome.ANSWERED else _unanswered(answer)
+    answer = await ask(ChatQuestion(text, options=("Continue",), decline="Decline"), timeout)
+    return {"action": "accept"} if answer.outcome is ChatOutcome.ANSWERED else _unanswered(answer)
 
 
 def _unanswered(answer: Answer) -> dict[str, Any]:
-    return {"action": "decline" if answer.outcome is Outcome.DECLINED else "cancel"}
+    return {"action": "decline" if answer.outcome is ChatOutcome.DECLINED else "cancel"}

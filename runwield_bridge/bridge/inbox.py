@@ -5,14 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
-
-from .contract import ButtonPress, Channel, Conversation, IncomingMessage, ModelMenu, Sender
+from ..channels.contract import Channel
+from ..channels.types import ButtonPress, Conversation, IncomingMessage, ModelMenu, Sender
 from .dedupe import Delivery
 from .delivery import deliver
-
-if TYPE_CHECKING:
-    from .bridge import Bridge
+from .bridge import Bridge
 
 
 INTERRUPTED = (
@@ -22,9 +19,10 @@ INTERRUPTED = (
 
 
 class ChannelInbox:
-    """The Bridge as one channel sees it (the ``Inbox`` of the channel contract)."""
+    """The Bridge as one channel sees it (the ``Inbox`` of the channel contract); making one adds the channel to the Bridge."""
 
     def __init__(self, bridge: Bridge, channel: Channel) -> None:
+        bridge.add_channel(channel)
         self.bridge = bridge
         self.channel = channel
         self._claiming = asyncio.Lock()
@@ -72,7 +70,7 @@ class ChannelInbox:
         return await self.bridge.cancel(await self.bridge.open_state(self.channel, conversation))
 
     def awaiting_answer(self, conversation: Conversation) -> bool:
-        return self.bridge.interactions.has_open(conversation)
+        return self.bridge.questions.has_open(conversation)
 
     def allows(self, sender: Sender, conversation: Conversation) -> bool:
         return self.bridge.allows(self.channel, sender, conversation)

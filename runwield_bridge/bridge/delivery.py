@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from .contract import Button, Channel, Conversation, MessageRef, RateLimited
+from ..channels.contract import Channel
+from ..channels.types import Button, Conversation, MessageRef, RateLimited
 
 PATIENCE = 5
 

@@ -1,0 +1,1 @@
+"""The ACP client runtime that chats use: conversations bound to sessions, agent links, asking, bridge commands."""
