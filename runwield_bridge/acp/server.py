@@ -78,7 +78,12 @@ Route = tuple[str, type[BaseModel], Handler]  # the official schema's params typ
 
 
 class AcpAgentServer:
-    """One instance per ACP connection; many Sessions on it."""
+    """One instance per ACP connection; many Sessions on it.
+
+    It has more than 15 public methods because it is the agent side of the protocol: one method per ACP
+    method it answers (initialize, session/new, session/prompt, ...), each only translating to the Session
+    Host, plus the few the transport calls (attach, drain, send_update, emitter).
+    """
 
     def __init__(self, host: SessionHost) -> None:
         self.host = host

@@ -48,7 +48,13 @@ COMMANDS_WAIT = 2.0  # how long /help waits for a just-opened session's list of 
 
 
 class Bridge:
-    """Binds conversations to sessions; one AgentLink (one ACP connection) per configured agent."""
+    """Binds conversations to sessions; one AgentLink (one ACP connection) per configured agent.
+
+    It has more than 15 public methods because it is the meeting point of two interfaces: what channels
+    call through their Inbox (receive_message, receive_press, allows, ...) and the ACP client callbacks its
+    agent links call (on_update, on_permission, on_elicitation). The work itself is in conversations.py,
+    asking/, links.py and delivery.py.
+    """
 
     def __init__(
         self,
