@@ -61,6 +61,10 @@ class TurnRunner:
     instructions: str = ""
     ask: Ask | None = None
     steering: SteeringInbox = field(default_factory=SteeringInbox)
+    voice: str = ""
+    """Shown before each run of the model's words (after a tool call, say) to mark them as its own: an execution's
+    Agent, whose claims are not the outcome."""
+    _speaking: bool = field(default=False, init=False)
 
     async def run(self, history: Sequence[ChatMessage], prompt: str) -> TurnResult:
         """Run until the model stops calling tools and no steered input waits. Partial output stays in `result` if cancelled."""
@@ -97,6 +101,7 @@ class TurnRunner:
         async with contextlib.aclosing(stream) if hasattr(stream, "aclose") else contextlib.nullcontext(stream):
             async for event in stream:
                 if isinstance(event, TextDelta):
+                    await self._give_voice()
                     text.append(event.text)
                     self.result.replied = True
                     await self.emit(MessageChunk(event.text, self.result.message_id))
@@ -110,6 +115,12 @@ class TurnRunner:
                     break
         return calls, "".join(text)
 
+    async def _give_voice(self) -> None:
+        """Mark the start of a run of the model's words with ``voice`` (shown, not part of the model's conversation)."""
+        if self.voice and not self._speaking:
+            await self.emit(MessageChunk(self.voice, self.result.message_id, aside=True))
+        self._speaking = True
+
     async def _usage(self, usage: ModelUsage) -> None:
         self.result.cost_usd += usage.cost_usd
         size = self.model.info.context_window
@@ -119,6 +130,7 @@ class TurnRunner:
 
     async def _run_tool(self, tool: Tool | None, call: ToolCallRequest) -> str:
         title = tool.title(call.arguments) if tool else call.name
+        self._speaking = False
         kind = tool.kind if tool else "other"
         await self.emit(ToolProgress(call.call_id, title, kind, "pending", call.arguments, started=True))
         await self.emit(ToolProgress(call.call_id, title, kind, "in_progress"))

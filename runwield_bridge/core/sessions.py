@@ -48,6 +48,8 @@ UNSETTLED_NOTICE = {
     "expired": "The question expired without an answer; nothing was chosen.",
     "failed": "The question could not be asked ({reason}); nothing was chosen.",
 }
+AGENT_SAYS = "🤖 Agent says: "
+"""Marks the words of an Agent working for a command (an execution): its claims, which are not the outcome."""
 ORPHANED_QUESTION = (
     "The question “{prompt}” was asked by a process that has since stopped, so it can no longer be answered. "
     "Nothing was chosen; run the command again to retry it."
@@ -464,7 +466,8 @@ class SessionHost:
             await journal.flush()
             history = await self._model_history(live)
             await journal.write("user", prompt, audience="model", command=invocation.name)
-            await self._run_model(live, history, prompt, result, cwd=cwd, tools=(*self.tools, *self.work_tools))
+            tools = (*self.tools, *self.work_tools)
+            await self._run_model(live, history, prompt, result, cwd=cwd, tools=tools, voice=AGENT_SAYS)
 
         context = CommandContext(
             session=live.record,
@@ -493,8 +496,10 @@ class SessionHost:
         *,
         cwd: Path | None = None,
         tools: Sequence[Tool] | None = None,
+        voice: str = "",
     ) -> None:
-        """A model turn on ``prompt``; its tools work in ``cwd`` (default: the Session's directory)."""
+        """A model turn on ``prompt``; its tools work in ``cwd`` (default: the Session's directory); ``voice`` marks
+        the model's words as its own."""
         record = live.record
         live.steering = SteeringInbox()
         runner = TurnRunner(
@@ -509,6 +514,7 @@ class SessionHost:
             instructions=agent_profile(record.agent).instructions,
             ask=lambda question, call_id: self._ask(live, question, call_id),
             steering=live.steering,
+            voice=voice,
         )
         try:
             await runner.run(history, prompt)
