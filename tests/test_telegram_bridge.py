@@ -108,7 +108,7 @@ async def test_a_form_becomes_an_inline_keyboard_and_only_an_allowed_click_answe
     async with bridge_world(mode, tmp_path=tmp_path, **with_asker(tmp_path)) as world:
         await world.send(OWNER, OWNER, "please choose")
         message_id, buttons = await world.keyboard(OWNER, "Pick a colour")
-        assert [b["text"] for b in buttons] == ["red", "green", "blue", "Decline"]
+        assert [b["text"] for b in buttons] == ["red", "green", "blue", "Cancel"]
         [initialize] = agent_calls(tmp_path, "initialize")
         assert initialize["clientCapabilities"]["elicitation"] == {"form": {}, "url": {}}
         await world.press(OWNER, STRANGER, buttons[0]["callback_data"], message_id)
@@ -340,7 +340,7 @@ async def test_url_requests_show_the_literal_url_and_malformed_ones_are_declined
     async with bridge_world(tmp_path=tmp_path, **with_asker(tmp_path)) as world:
         await world.send(OWNER, OWNER, "visit the page")
         message_id, buttons = await world.keyboard(OWNER, "https://auth.example.com/login?state=xyz")
-        assert [b["text"] for b in buttons] == ["Continue", "Decline"]
+        assert [b["text"] for b in buttons] == ["Continue", "Cancel"]
         sent = [c for c in world.fake.calls_to("sendMessage") if "auth.example.com" in c["text"]][0]
         assert sent["link_preview_options"] == {"is_disabled": True}, "not even Telegram fetches it"
         await world.press(OWNER, OWNER, buttons[0]["callback_data"], message_id)

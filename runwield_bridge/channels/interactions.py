@@ -199,6 +199,8 @@ def render(question: Question, buttons: bool, hint: bool = True) -> str:
         lines.append("")
         lines.extend(f"{number}. {label}" for number, label in enumerate(question.options, 1))
     hint_text = question.hint or (_default_hint(question) if not buttons or question.parse else "")
+    if hint_text and question.decline and not buttons:
+        hint_text += " Send /cancel to stop."  # where the Cancel button cannot be shown, the one way to say no
     if hint and hint_text:
         lines.extend(["", hint_text])
     return "\n".join(lines)
@@ -206,8 +208,8 @@ def render(question: Question, buttons: bool, hint: bool = True) -> str:
 
 def _default_hint(question: Question) -> str:
     if question.options and question.parse is None:
-        return "Reply with a number, or send /cancel."
-    return "Reply with your answer, or send /cancel."
+        return "Reply with a number."
+    return "Reply with your answer."
 
 
 def _buttons(pending: _Pending) -> list[Button]:
