@@ -16,6 +16,7 @@ PLAN_LINK = "planLink"
 TURN = "turn"
 ALIASES = "aliases"
 NOTICE = "notice"
+PLAN_SAVED = "planSaved"
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -29,6 +30,26 @@ class PlanLinkMeta(BaseModel):
     revision: int
     expires_at: str = Field(alias="expiresAt")
     label: str = "Review the Plan"
+
+
+class PlanActionMeta(BaseModel):
+    """A next step of a saved Plan: its label and the slash command (a prompt) that takes it."""
+
+    label: str
+    command: str
+
+
+class PlanSavedMeta(BaseModel):
+    """``_meta.runwield.planSaved``: the update is a message of its own saying a Plan revision was saved; its next steps
+    can be offered as buttons that send their command (the text already names the commands for plain clients)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    plan_id: str = Field(alias="planId")
+    revision: int
+    title: str
+    summary: str = ""
+    actions: list[PlanActionMeta] = []
 
 
 class TurnMeta(BaseModel):
@@ -64,6 +85,11 @@ def is_error_notice(update: Any) -> bool:
 def plan_link_of(update: Any) -> PlanLinkMeta | None:
     """The review link an update carries, if any (a malformed one is ignored: the text still has the URL)."""
     return _read(update, PLAN_LINK, PlanLinkMeta)
+
+
+def plan_saved_of(update: Any) -> PlanSavedMeta | None:
+    """The saved Plan an update announces, if any."""
+    return _read(update, PLAN_SAVED, PlanSavedMeta)
 
 
 def turn_of(update: Any) -> TurnMeta | None:

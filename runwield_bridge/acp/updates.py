@@ -14,6 +14,7 @@ from ..core.events import (
     MessageChunk,
     Notice,
     PlanLink,
+    PlanSaved,
     QuestionAsked,
     SelectionChanged,
     Thought,
@@ -23,7 +24,7 @@ from ..core.events import (
     UserMessage,
 )
 from ..core.store import SessionRecord
-from .extensions import ALIASES, NOTICE, PLAN_LINK, PlanLinkMeta, meta, turn_settled_update
+from .extensions import ALIASES, NOTICE, PLAN_LINK, PLAN_SAVED, PlanActionMeta, PlanLinkMeta, PlanSavedMeta, meta, turn_settled_update
 from .menus import render_menu
 
 NOTICE_PREFIX = {"info": "ℹ️ ", "success": "✅ ", "warning": "⚠️ ", "error": "❌ "}
@@ -61,6 +62,11 @@ def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> dict[s
             {"sessionUpdate": "agent_message_chunk", "content": _text(event.text), "_meta": meta(PLAN_LINK, plan_link_meta(event))},
             event.message_id,
         )
+    if isinstance(event, PlanSaved):
+        return _with_message_id(
+            {"sessionUpdate": "agent_message_chunk", "content": _text(event.text), "_meta": meta(PLAN_SAVED, plan_saved_meta(event))},
+            event.message_id,
+        )
     if isinstance(event, SelectionChanged) and catalog is not None:
         options = config_options(catalog, event.agent, event.model, event.reasoning)
         return {"sessionUpdate": "config_option_update", "configOptions": options}
@@ -74,6 +80,12 @@ def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> dict[s
 def plan_link_meta(link: PlanLink) -> PlanLinkMeta:
     """Presentation hints for a review link (a button, say); the text already carries the URL for plain clients."""
     return PlanLinkMeta(url=link.url, plan_id=link.plan_id, revision=link.revision, expires_at=_iso(link.expires_at))
+
+
+def plan_saved_meta(saved: PlanSaved) -> PlanSavedMeta:
+    """A saved Plan's title, summary and next steps, for clients that show them as a message with buttons."""
+    actions = [PlanActionMeta(label=a.label, command=a.command) for a in saved.actions]
+    return PlanSavedMeta(plan_id=saved.plan_id, revision=saved.revision, title=saved.title, summary=saved.summary, actions=actions)
 
 
 def _iso(seconds: float) -> str:

@@ -135,13 +135,16 @@ class TurnRunner:
         await self.emit(ToolProgress(call.call_id, title, kind, "pending", call.arguments, started=True))
         await self.emit(ToolProgress(call.call_id, title, kind, "in_progress"))
         status, output = "completed", ""
+        context = ToolContext(self.session_id, self.cwd, self._asker(call.call_id))
         try:
             if tool is None:
                 raise ToolError(f"unknown tool {call.name!r}")
-            output = await tool.run(call.arguments, ToolContext(self.session_id, self.cwd, self._asker(call.call_id)))
+            output = await tool.run(call.arguments, context)
         except ToolError as exc:
             status, output = "failed", str(exc)
         await self.emit(ToolProgress(call.call_id, title, kind, status, output=output))
+        for event in context.shown:
+            await self.emit(event)
         return output
 
     def _asker(self, call_id: str) -> Callable[[Question], Awaitable[Outcome]] | None:
