@@ -68,6 +68,13 @@ class Operator:
             await self.says(label)
         return question
 
+    def buttons(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        return [b for row in (self.fake.messages[(OWNER, message["message_id"])].get("reply_markup") or {}).get("inline_keyboard", []) for b in row]
+
+    async def presses(self, message: dict[str, Any], label: str) -> None:
+        [button] = [b for b in self.buttons(message) if b["text"] == label]
+        self.fake.push_callback_query(OWNER, OWNER, button["callback_data"], message_id=message["message_id"])
+
     def text(self, message_id: int) -> str:
         return self.fake.messages[(OWNER, message_id)].get("text") or ""
 
@@ -100,6 +107,27 @@ async def plan_under_review(me: Operator) -> tuple[str, int]:
     match = LINK.search(message["text"])
     assert match, message["text"]
     return match.group(1), message["message_id"]
+
+
+async def test_a_new_plan_is_a_message_of_its_own_whose_review_and_execute_buttons_work(tmp_path: Path) -> None:
+    async with journey(tmp_path, []) as (me, project):
+        await me.says(REQUEST)
+        plan = await me.sees(f"📋 Plan “{TITLE}” (revision 1)")
+        assert plan["text"] == f"📋 Plan “{TITLE}” (revision 1)\n{TITLE}.", "the title and summary, nothing else"
+        assert [b["text"] for b in me.buttons(plan)] == ["Review", "Execute"]
+        tool = await me.sees("write_plan")
+        reply = await me.sees("Saved Plan", after=plan["message_id"])
+        assert tool["message_id"] < plan["message_id"] < reply["message_id"], "the Plan comes below the tool line, the reply below it"
+        assert "The tool returned" not in reply["text"]
+
+        await me.presses(plan, "Execute")
+        first = await me.answers("executes once a review approves it", "Not now", after=plan["message_id"])
+        await me.sees(f"Plan “{TITLE}” stays as it is (draft).", after=first["message_id"])
+        await me.presses(plan, "Review")
+        link = await me.sees("in your browser", after=first["message_id"])
+        [button] = me.buttons(link)
+        assert button["text"] == "Review the Plan" and button["url"] == LINK.search(link["text"]).group(1), "the link is a URL button"
+        assert not re.search("Choose a Plan|what next", "\n".join(m["text"] for m in me.messages())), "no menus on the way"
 
 
 async def test_a_review_decided_in_the_browser_reaches_the_chat_as_new_messages(tmp_path: Path) -> None:

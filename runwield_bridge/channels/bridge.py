@@ -14,13 +14,14 @@ import contextlib
 import logging
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from acp import RequestError, image_block, text_block
 from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
 from ..acp.client import AgentEndpoint
-from ..acp.extensions import aliases_of, is_error_notice, turn_of
+from ..acp.extensions import PlanSavedMeta, aliases_of, is_error_notice, plan_saved_of, turn_of
 from ..config import ConfigError
 from ..redaction import redact
 from .agents import AgentLink, AgentUnavailable
@@ -34,7 +35,8 @@ from .conversations import BridgeError, ConversationState, Replay
 from .dedupe import Deliveries, MemoryUpdateLog, UpdateLog
 from .delivery import deliver
 from .inbox import ChannelInbox
-from .interactions import Interactions
+from .interactions import NOT_OPEN, Interactions
+from .offers import Offers, is_offer, numbered_choice, plan_text
 from .questions import Unsupported
 from .sender import sender_context, wants_sender_context
 from .settings import BindingRoute
@@ -65,6 +67,7 @@ class Bridge:
         """Claims of the channels' updates, so each is handled once (durable when ``updates`` is the store)."""
         self.routes = list(routes)
         self.interactions = Interactions()
+        self.offers = Offers()
         self.background = Background("bridge")
         self._states: dict[str, ConversationState] = {}
         self._turns: set[asyncio.Task[None]] = set()
@@ -137,6 +140,9 @@ class Bridge:
             if state.running:
                 await self._say(channel, conversation, "⏳ The agent is still working on your last message. Wait for it, or send /cancel.")
                 return None
+            offer, state.offer = state.offer, ()
+            if (step := numbered_choice(offer, message.text)) is not None:
+                message = replace(message, text=step)
             try:
                 link = await self._ready_session(state)
                 blocks = await self._prompt_blocks(state, link, message)
@@ -153,6 +159,13 @@ class Bridge:
         """A press answers only a question of the conversation it came from, by someone allowed there."""
         if not self.allows(channel, press.sender, press.conversation):
             return "Only people on this bot's allowlist can answer."
+        if is_offer(press.data):
+            step = self.offers.command_for(channel, press)
+            if step is None:
+                return NOT_OPEN
+            message = IncomingMessage(press.conversation, press.sender, step)
+            self.background.spawn(self.receive_message(channel, message), f"step:{press.conversation.key}")
+            return f"Sent {step}"
         return self.interactions.press(channel, press)
 
     def allows(self, channel: Channel, sender: Sender, conversation: Conversation) -> bool:
@@ -386,6 +399,8 @@ class Bridge:
         finally:
             state.prompting = False
             self.interactions.cancel(conversation)
+            if state.showing is not None:  # what followed it goes into this reply before it ends
+                await asyncio.shield(state.showing)
             if state.view is view:
                 state.view = None
             await asyncio.shield(view.finish(stop_reason, error))
@@ -402,6 +417,9 @@ class Bridge:
         if state.replay is not None:
             state.replay.add(update)
             return
+        if state.held is not None:
+            state.held.append(update)
+            return
         if kind == "available_commands_update":
             self._commands_changed(state, _menu_commands(update))
         elif kind == "config_option_update":
@@ -410,6 +428,9 @@ class Bridge:
             if (aside := state.aside) is not None:
                 state.aside = None
                 self.background.spawn(aside.finish(turn.stop_reason), f"aside:{state.conversation.key}")
+        elif (saved := plan_saved_of(update)) is not None:
+            state.held = []
+            state.showing = self.background.spawn(self._show_plan(agent, session_id, state, saved), f"plan:{state.conversation.key}")
         elif state.view is not None:
             if is_error_notice(update):
                 state.errors_shown.append(getattr(update.content, "text", ""))
@@ -424,6 +445,23 @@ class Bridge:
         aside, state.aside = state.aside, None
         if aside is not None:
             await aside.finish()
+
+    async def _show_plan(self, agent: str, session_id: str, state: ConversationState, saved: PlanSavedMeta) -> None:
+        """A saved Plan as a message of its own below the reply so far, its next steps as buttons (else numbered);
+        what the session sent meanwhile follows it."""
+        channel, conversation = state.channel, state.conversation
+        try:
+            await self._pause_replies(state)
+            buttons = channel.capabilities.buttons
+            shown = self.offers.buttons(channel, conversation, saved.actions) if buttons else []
+            state.offer = () if buttons else tuple(a.command for a in saved.actions)
+            await deliver(channel, conversation, plan_text(saved, numbered=not buttons), shown)
+        except Exception as exc:
+            log.warning("could not show a saved Plan in %s: %s", conversation.key, exc)
+        finally:
+            held, state.held, state.showing = state.held or [], None, None
+            for update in held:
+                self.on_update(agent, session_id, update)
 
     def _commands_changed(self, state: ConversationState, commands: tuple[MenuCommand, ...]) -> None:
         state.agent_commands = commands

@@ -210,8 +210,11 @@ class PlanCommands:
             return
         if plan.state in REVIEWABLE:
             question = f"Plan “{plan.title}” executes once a review approves it. Start its review now?"
-            if await choose(ctx, "", question, list(REVIEW_FIRST), "choice") == "review":
+            choice = await choose(ctx, "", question, list(REVIEW_FIRST), "choice")
+            if choice == "review":
                 await self._review(ctx, plan)
+            elif choice is not None:
+                await ctx.say(f"Plan “{plan.title}” stays as it is ({standing(plan)}).")
             return
         if plan.state != "approved" or plan.approved_revision != plan.current_revision:
             reason = why_not_reviewable(plan) if plan.state in WHY_NOT else f"Plan “{plan.title}” is not approved."
