@@ -13,6 +13,8 @@ from runwield_bridge.config import ConfigError, Settings
 from runwield_bridge.host import load_plugins
 from runwield_bridge.channels.runner import BridgeService
 from runwield_bridge.channels.telegram.channel import SECRET_HEADER
+from runwield_bridge.channels.interactions import NOT_OPEN
+from runwield_bridge.channels.unfinished import EXPIRED
 from tests.bridge_kit import OWNER, SECRET, STRANGER, agent_calls, asking_agent, bridge_world
 from tests.fakes.base import http_post, raw_post
 from tests.fakes.telegram_api import TelegramFake
@@ -381,3 +383,18 @@ async def test_configuration_errors_name_the_key(config: dict, error: str) -> No
     with pytest.raises(ConfigError, match=error.replace("[", r"\[").replace("]", r"\]")):
         service = BridgeService(settings, load_plugins(), None, None)  # type: ignore[arg-type]
         service.bridge.add_channel(service.channels[0])
+
+
+@pytest.mark.parametrize("data", ["wld:deadbeef:0", "wld:step:deadbeef:1"])
+async def test_a_button_left_from_before_a_restart_is_marked_expired_when_pressed(data: str, tmp_path: Path) -> None:
+    async with bridge_world(tmp_path=tmp_path) as world:
+        await world.send(OWNER, OWNER, "/status")
+        old = dict(await world.reply_containing(OWNER, "Session:"))
+        buttons = {"inline_keyboard": [[{"text": "Yes", "callback_data": data}, {"text": "No", "callback_data": "wld:deadbeef:1"}]]}
+        world.fake.messages[(OWNER, old["message_id"])]["reply_markup"] = buttons  # as a bridge before the restart left it
+
+        assert await world.pressed(OWNER, OWNER, data, old["message_id"]) == EXPIRED
+        await world.fake.wait_until(lambda: world.fake.messages[(OWNER, old["message_id"])]["text"].endswith("(expired)"))
+        stale = world.fake.messages[(OWNER, old["message_id"])]
+        assert stale["text"] == old["text"] + "\n\n(expired)" and not stale.get("reply_markup", {}).get("inline_keyboard")
+        assert await world.pressed(OWNER, OWNER, "wld:deadbeef:0", old["message_id"]) == NOT_OPEN, "no button on it any more"

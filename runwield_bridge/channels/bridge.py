@@ -37,6 +37,7 @@ from .delivery import deliver
 from .inbox import ChannelInbox
 from .interactions import NOT_OPEN, Interactions
 from .offers import Offers, is_offer, numbered_choice, plan_text
+from .unfinished import EXPIRED, mark_expired
 from .questions import Unsupported
 from .sender import sender_context, wants_sender_context
 from .settings import BindingRoute
@@ -161,12 +162,17 @@ class Bridge:
             return "Only people on this bot's allowlist can answer."
         if is_offer(press.data):
             step = self.offers.command_for(channel, press)
-            if step is None:
-                return NOT_OPEN
-            message = IncomingMessage(press.conversation, press.sender, step)
-            self.background.spawn(self.receive_message(channel, message), f"step:{press.conversation.key}")
-            return f"Sent {step}"
-        return self.interactions.press(channel, press)
+            if step is not None:
+                message = IncomingMessage(press.conversation, press.sender, step)
+                self.background.spawn(self.receive_message(channel, message), f"step:{press.conversation.key}")
+                return f"Sent {step}"
+            notice = NOT_OPEN
+        else:
+            notice = self.interactions.press(channel, press)
+        if notice == NOT_OPEN and press.message is not None:  # a button of a question or offer this bridge no longer has
+            self.background.spawn(mark_expired(channel, press.message, press.text), f"expire:{press.conversation.key}")
+            return EXPIRED
+        return notice
 
     def allows(self, channel: Channel, sender: Sender, conversation: Conversation) -> bool:
         return self._allowlists[channel.name].allows(sender, conversation)

@@ -98,6 +98,10 @@ class ButtonPress:
     conversation: Conversation
     sender: Sender
     data: str
+    message: MessageRef | None = None
+    """The pressed message, where the platform shows the pressed button on it (so a stale one can be marked expired)."""
+    text: str = ""
+    """That message's text."""
 
 
 @dataclass(frozen=True, slots=True)
