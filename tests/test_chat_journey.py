@@ -7,6 +7,7 @@ import contextlib
 import os
 import re
 import signal
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from tests.platform_kit import discord_world, slack_world
 from tests.wld_process import WldProcess, free_port
 from tests.wld_process import write_config as write_wld_config
 from tests.plan_kit import git, make_project
-from waiting import PATIENCE
+from waiting import PATIENCE, until
 
 REQUEST = "make a plan to write README.md saying hello"
 TITLE = "Write README.md saying hello"
@@ -77,6 +78,12 @@ class Operator:
 
     def text(self, message_id: int) -> str:
         return self.fake.messages[(OWNER, message_id)].get("text") or ""
+
+
+def noted(message_id: int) -> bool:
+    """Whether the state database notes this message as unfinished (what a crash now leaves for the next start)."""
+    with contextlib.closing(sqlite3.connect(Path(os.environ["WLD_HOME"]) / "wld.db")) as db:
+        return bool(db.execute("SELECT 1 FROM unfinished_messages WHERE message_id = ?", (str(message_id),)).fetchall())
 
 
 async def decide(url: str, action: str, revision: int = 1, **fields: str) -> str:
@@ -228,6 +235,8 @@ async def test_the_whole_journey_through_wld_bridge_including_a_sigkill_and_a_re
         me = Operator(fake)
         async with wld_bridge(config, fake) as bridge:
             url, link_id = await plan_under_review(me)
+            plan = await me.sees(f"📋 Plan “{TITLE}” (revision 1)")
+            assert [b["text"] for b in me.buttons(plan)] == ["Review", "Execute"], "a new Plan comes with its next steps"
             await decide(url, "feedback", general="Mention the licence.")
             revised = await me.sees("Saved Plan", after=link_id)
             assert "revision 2" in revised["text"], "the revision after feedback is shown"
@@ -240,14 +249,21 @@ async def test_the_whole_journey_through_wld_bridge_including_a_sigkill_and_a_re
             question = await me.answers(f"Execute “{TITLE}” now?", "Execute", after=approval["message_id"])
             mode = await me.answers("be executed?", "All at once", after=question["message_id"])
             await fake.wait_until(marker.exists, timeout=PATIENCE)  # the validation step is under way
+            streaming = lambda: [m for m in me.messages() if "⚙️ Validation" in m["text"] and m["text"].endswith(" …")]  # noqa: E731
+            await fake.wait_until(lambda: bool(streaming()), timeout=PATIENCE)  # and shown as running
+            await until(lambda: noted(streaming()[0]["message_id"]), "the streaming message noted as unfinished")
             bridge.proc.kill()
             await bridge.proc.wait()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(int(marker.read_text().split()[0]), signal.SIGKILL)  # the orphaned validation command
         crashed_at = me.bottom()
+        cut_off = [m["message_id"] for m in me.messages() if m["text"].endswith(" …")]
+        assert cut_off, "the kill left a reply streaming"
 
         async with wld_bridge(config, fake):  # the operator says nothing: the restarted bridge reopens the Session
             report = await me.sees(f"Work on Plan “{TITLE}” was interrupted (branch {BRANCH})", after=crashed_at)
+            await fake.wait_until(lambda: all(me.text(i).endswith("(interrupted)") for i in cut_off), timeout=PATIENCE)
+            assert not [m["text"] for m in me.messages() if m["text"].endswith("…")], "no message is left streaming"
             assert "Uncertain: validation" in report["text"] and "has not been repeated" in report["text"]
             choices = await me.answers("What now?", "Continue", after=report["message_id"])
             assert choices["message_id"] > report["message_id"], "the choices come below the recovery report"
@@ -260,6 +276,12 @@ async def test_the_whole_journey_through_wld_bridge_including_a_sigkill_and_a_re
             assert git(project, "show", f"{BRANCH}:README.md") == "hello"
             order = [revised, approval, mode, report, choices, delivery, published]
             assert [m["message_id"] for m in order] == sorted(m["message_id"] for m in order), "every step is below the last"
+
+            mark = fake.mark()
+            await me.presses(plan, "Review")  # a button from before the restart
+            assert (await fake.wait_for_call("answerCallbackQuery", since=mark))["text"].startswith("This button has expired")
+            await fake.wait_until(lambda: me.text(plan["message_id"]).endswith("(expired)"), timeout=PATIENCE)
+            assert not me.buttons(plan), "its buttons are gone"
 
 
 @pytest.mark.parametrize("platform", ["discord", "slack"])

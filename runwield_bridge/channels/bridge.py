@@ -30,18 +30,18 @@ from .asking import CANCELLED, ask_permission, ask_question
 from .background import Background
 from .bindings import BindingStore
 from .commands import BRIDGE_COMMANDS, GREETING, Command, command_list, parse_command
-from .contract import ButtonPress, Channel, Conversation, IncomingMessage, MenuCommand, ModelChoice, ModelMenu, Sender
+from .contract import ButtonPress, Channel, Conversation, IncomingMessage, MenuCommand, ModelChoice, ModelMenu, ReplyView, Sender
 from .conversations import BridgeError, ConversationState, Replay
 from .dedupe import Deliveries, MemoryUpdateLog, UpdateLog
 from .delivery import deliver
 from .inbox import ChannelInbox
 from .interactions import NOT_OPEN, Interactions
 from .offers import Offers, is_offer, numbered_choice, plan_text
-from .unfinished import EXPIRED, mark_expired
+from .unfinished import EXPIRED, Keeper, MemoryMessageLog, MessageLog, finish_left, mark_expired
 from .questions import Unsupported
 from .sender import sender_context, wants_sender_context
 from .settings import BindingRoute
-from .streaming import SHOWN
+from .streaming import SHOWN, StreamingReply
 from .supervisor import Backoff
 
 log = logging.getLogger(__name__)
@@ -61,13 +61,16 @@ class Bridge:
         start_timeout: float = 30.0,
         backoff: Backoff = Backoff(),
         updates: UpdateLog | None = None,
+        messages: MessageLog | None = None,
     ) -> None:
         self.links = {name: AgentLink(name, endpoint, self, start_timeout=start_timeout, backoff=backoff) for name, endpoint in agents.items()}
         self.bindings = bindings
         self.deliveries = Deliveries(updates or MemoryUpdateLog())
         """Claims of the channels' updates, so each is handled once (durable when ``updates`` is the store)."""
         self.routes = list(routes)
-        self.interactions = Interactions()
+        self.messages = messages or MemoryMessageLog()
+        """Notes of the messages not finished yet (streaming replies, open questions), durable when it is the store."""
+        self.interactions = Interactions(self.messages)
         self.offers = Offers()
         self.background = Background("bridge")
         self._states: dict[str, ConversationState] = {}
@@ -199,11 +202,13 @@ class Bridge:
     async def reopen(self, channel: Channel) -> None:
         """After a start, reopen the channel's conversations bound to the built-in Session Host, so what a Session
         takes up on its own (an execution interrupted by a crash) reaches them without waiting for a message.
-        Sessions on other agents are reopened by their conversation's next message, as before."""
+        Sessions on other agents are reopened by their conversation's next message, as before. First, the messages an
+        earlier run left unfinished are finished: a cut-off reply says it was interrupted, a question that it expired."""
+        await finish_left(channel, self.messages)
         for key in await self.bindings.bound_conversations(f"{channel.name}:", BUILTIN_AGENT):
             if key in self._states:  # a message got there first, and opens the session itself
                 continue
-            state = self._state(channel, _conversation_of(key))
+            state = self._state(channel, Conversation.from_key(key))
             async with state.lock:
                 try:
                     await self._restore(state)
@@ -382,7 +387,7 @@ class Bridge:
         conversation, channel = state.conversation, state.channel
         await self._end_aside(state)
         state.errors_shown.clear()
-        view = state.view = channel.open_reply(conversation)
+        view = state.view = self._open_reply(state)
         down, conn = link.down, link.conn
         stop_reason: str | None = None
         error: str | None = None
@@ -443,8 +448,15 @@ class Bridge:
             state.view.update(update)
         elif kind in SHOWN:
             if state.aside is None:
-                state.aside = state.channel.open_reply(state.conversation)
+                state.aside = self._open_reply(state)
             state.aside.update(update)
+
+    def _open_reply(self, state: ConversationState) -> ReplyView:
+        """The channel's view for a reply, noting its streaming message where the view can (so a crash cannot leave it ``…``)."""
+        view = state.channel.open_reply(state.conversation)
+        if isinstance(view, StreamingReply):
+            view.keeper = Keeper(self.messages, state.channel.name, "reply")
+        return view
 
     async def _end_aside(self, state: ConversationState) -> None:
         """A turn from here starts: finish the reply to work the session was doing on its own, above it."""
@@ -590,12 +602,6 @@ def _already_shown(exc: RequestError, notices: list[str]) -> bool:
     data = getattr(exc, "data", None)
     details = data.get("details") if isinstance(data, dict) else None
     return isinstance(details, str) and bool(details) and any(details in notice for notice in notices)
-
-
-def _conversation_of(key: str) -> Conversation:
-    """The conversation a binding key names (``channel:chat`` or ``channel:chat:thread``)."""
-    channel, chat, *thread = key.split(":", 2)
-    return Conversation(channel, chat, thread[0] if thread else None)
 
 
 def _menu_commands(update: Any) -> tuple[MenuCommand, ...]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from .contract import Button, ButtonPress, Channel, Conversation, MessageRef, Sender
 from .delivery import deliver
+from .unfinished import Keeper, MemoryMessageLog, MessageLog
 
 log = logging.getLogger(__name__)
 PRESS_PREFIX = "wld"
@@ -90,9 +91,11 @@ class _Pending:
 class Interactions:
     """Open questions, found by button token or by conversation (the oldest one claims typed text)."""
 
-    def __init__(self) -> None:
+    def __init__(self, messages: MessageLog | None = None) -> None:
         self._by_token: dict[str, _Pending] = {}
         self._by_conversation: dict[str, list[_Pending]] = {}
+        self.messages = messages or MemoryMessageLog()
+        """Where open questions' messages are noted, so a bridge starting after a crash can mark them expired."""
 
     async def ask(self, channel: Channel, conversation: Conversation, question: Question, timeout: float) -> Answer:
         """Show the question and wait for its answer, at most ``timeout`` seconds."""
@@ -102,8 +105,13 @@ class Interactions:
         pending = _Pending(self._new_token(), channel, conversation, question, buttons)
         self._by_token[pending.token] = pending
         self._by_conversation.setdefault(conversation.key, []).append(pending)
+        keeper: Keeper | None = None
         try:
-            pending.message = await deliver(channel, conversation, render(question, buttons), _buttons(pending))
+            shown = _buttons(pending)
+            pending.message = await deliver(channel, conversation, render(question, buttons), shown)
+            if shown:
+                keeper = Keeper(self.messages, channel.name, "question")
+                await keeper.kept(pending.message, render(question, buttons))
             try:
                 answer = await asyncio.wait_for(asyncio.shield(pending.future), timeout)
             except TimeoutError:
@@ -116,6 +124,8 @@ class Interactions:
             self._forget(pending)
             if pending.message is not None and pending.future.done():
                 await _show_outcome(pending, pending.future.result())
+            if keeper is not None and pending.message is not None:
+                await keeper.done(pending.message)
         return answer
 
     def press(self, channel: Channel, press: ButtonPress) -> str:

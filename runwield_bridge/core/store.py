@@ -174,6 +174,20 @@ class SeenUpdate(SQLModel, table=True):
     claimed_at: float = Field(default_factory=time.time, index=True)
 
 
+class UnfinishedMessage(SQLModel, table=True):
+    """A chat message a bridge showed that is not finished yet (a reply still streaming, a question still open), so
+    a bridge starting after a crash can say it was interrupted or expired."""
+
+    __tablename__ = "unfinished_messages"
+    channel: str = Field(primary_key=True)
+    message_id: str = Field(primary_key=True)
+    conversation: str
+    text: str
+    kind: str
+    """``reply`` or ``question``."""
+    updated_at: float = Field(default_factory=time.time)
+
+
 POOL_TIMEOUT_SECONDS = 600
 Entry = tuple[str, str, dict[str, Any]]
 """A transcript entry to append: kind, text and data."""
@@ -352,6 +366,24 @@ class Store:
         async with self._sessions() as db:
             await db.exec(delete(SeenUpdate).where(col(SeenUpdate.claimed_at) < claimed_before))
             await db.commit()
+
+    async def keep_message(self, channel: str, message_id: str, conversation: str, text: str, kind: str) -> None:
+        """Note (or update) a message that is not finished yet."""
+        async with self._sessions() as db:
+            await db.merge(UnfinishedMessage(channel=channel, message_id=message_id, conversation=conversation, text=text, kind=kind))
+            await db.commit()
+
+    async def drop_message(self, channel: str, message_id: str) -> None:
+        """The message is finished."""
+        async with self._sessions() as db:
+            await db.exec(delete(UnfinishedMessage).where(col(UnfinishedMessage.channel) == channel, col(UnfinishedMessage.message_id) == message_id))
+            await db.commit()
+
+    async def unfinished_messages(self, channel: str) -> list[UnfinishedMessage]:
+        """A channel's messages that were not finished, oldest first."""
+        async with self._sessions() as db:
+            query = select(UnfinishedMessage).where(col(UnfinishedMessage.channel) == channel).order_by(col(UnfinishedMessage.updated_at))
+            return list((await db.exec(query)).all())
 
     async def create_plan(self, plan: PlanRecord, revision: PlanRevisionRecord) -> PlanRecord:
         """Save a new Plan and its first revision (and the Session that wrote it) in one transaction."""
