@@ -16,6 +16,8 @@ import aiohttp
 import pytest
 
 from tests.bridge_kit import OWNER, bridge_world, telegram_section
+from tests.fakes.discord_api import DiscordFake
+from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import TelegramFake
 from tests.platform_kit import discord_world, slack_world
 from tests.wld_process import WldProcess, free_port
@@ -289,8 +291,10 @@ async def test_on_discord_and_slack_review_decisions_arrive_as_new_messages_in_t
     worlds = {"discord": discord_world, "slack": slack_world}
     async with worlds[platform]() as world:
         thread = await world.mention(REQUEST)
+        plan, steps = await world.buttons(thread, f"📋 Plan “{TITLE}” (revision 1)", timeout=PATIENCE)
+        assert [world.label(b) for b in steps] == ["Review", "Execute"], "a new Plan comes with its next steps"
         await world.reply_containing(thread, "Saved Plan", final=True)
-        await world.say(thread, "/plan-review")
+        await world.click(plan, steps[0])  # Review
         link_message, buttons = await world.buttons(thread, "in your browser", timeout=PATIENCE)
         url = LINK.search(world.current(link_message)).group(1)
         assert [b.get("url") for b in buttons] == [url], "the review link is a URL button"
@@ -317,3 +321,18 @@ async def test_a_failed_turn_says_its_error_once(tmp_path: Path) -> None:
         told = await world.exchange(OWNER, OWNER, "please fail", "could not be completed")
         assert told["text"].count("asked to fail") == 1 and told["text"].count("❌") == 1, told["text"]
         assert world.texts(OWNER) == [told["text"]]
+
+
+@pytest.mark.parametrize("platform", ["discord", "slack"])
+async def test_on_discord_and_slack_a_step_button_from_before_a_restart_is_marked_expired(platform: str, tmp_path: Path) -> None:
+    fakes = {"discord": lambda: DiscordFake(install=False), "slack": SlackFake}
+    worlds = {"discord": discord_world, "slack": slack_world}
+    async with fakes[platform]() as fake:
+        async with worlds[platform](fake=fake) as world:
+            thread = await world.mention(REQUEST)
+            plan, steps = await world.buttons(thread, f"📋 Plan “{TITLE}” (revision 1)", timeout=PATIENCE)
+            await world.reply_containing(thread, "Saved Plan", final=True)
+        async with worlds[platform](fake=fake) as world:  # the restarted bridge knows nothing of that Plan's buttons
+            await world.click(plan, steps[0])
+            await until(lambda: world.current(plan).endswith("(expired)"), "the old Plan message marked expired")
+            assert "Review revision" not in "\n".join(world.texts(thread)), "the stale press did nothing"
