@@ -130,6 +130,11 @@ async def test_a_new_plan_is_a_message_of_its_own_whose_review_and_execute_butto
         assert "The tool returned" not in reply["text"]
 
         await me.presses(plan, "Execute")
+        await me.sees("executes once a review approves it", after=plan["message_id"])
+        mark = me.fake.mark()
+        await me.presses(plan, "Review")
+        notice = await me.fake.wait_for_call("answerCallbackQuery", since=mark)
+        assert notice["text"].startswith("A question is open here"), "a step never answers an open question"
         first = await me.answers("executes once a review approves it", "Not now", after=plan["message_id"])
         await me.sees(f"Plan “{TITLE}” stays as it is (draft).", after=first["message_id"])
         await me.presses(plan, "Review")

@@ -160,11 +160,14 @@ class Bridge:
             return turn
 
     def receive_press(self, channel: Channel, press: ButtonPress) -> str:
-        """A press answers only a question of the conversation it came from, by someone allowed there."""
+        """A press answers only a question of the conversation it came from, or takes a step offered there (sends its
+        command), by someone allowed there; a press on a button this bridge no longer knows marks its message expired."""
         if not self.allows(channel, press.sender, press.conversation):
             return "Only people on this bot's allowlist can answer."
         if is_offer(press.data):
             step = self.offers.command_for(channel, press)
+            if step is not None and self.interactions.has_open(press.conversation):
+                return "A question is open here: answer it (or send /cancel) first; nothing was sent."
             if step is not None:
                 message = IncomingMessage(press.conversation, press.sender, step)
                 self.background.spawn(self.receive_message(channel, message), f"step:{press.conversation.key}")
