@@ -89,7 +89,7 @@ async def test_execute_from_chat_reports_validation_and_publishes_only_when_chos
 async def test_a_failing_validation_is_the_outcome_whatever_the_agent_claims(tmp_path: Path) -> None:
     async with project_session(tmp_path, ["test -f CHANGELOG.md"]) as (client, sid, project):
         text = await approve_and_execute(client, sid, "All at once")
-        marked, claim = text.index("The Agent's own account of its work follows"), text.index("every test passes")
+        marked, claim = text.index("🤖 Agent says: Wrote README.md"), text.index("every test passes")
         verdict = text.index("❌ Validation failed: 0 of 1 commands passed")
         assert marked < claim < verdict, "the Agent's claim is marked as its own words; the reported outcome is the validation"
         menu = menus(client, 0, sid)[-1]

@@ -53,6 +53,32 @@ async def chat(tmp_path: Path):
         yield session
 
 
+async def test_a_saved_plan_is_a_message_of_its_own_whose_next_steps_are_commands_that_work(chat) -> None:
+    client, sid = chat
+    start = len(client.messages)
+    await make_plan(client, sid)
+    [saved] = [u for u in since(client, start, sid) if "planSaved" in u.get("_meta", {}).get("runwield", {})]
+    meta = saved["_meta"]["runwield"]["planSaved"]
+    plan_id = meta["planId"]
+    assert meta["title"] == "Add a README" and meta["revision"] == 1 and meta["summary"] == "Add a README."
+    assert meta["actions"] == [
+        {"label": "Review", "command": f"/load-plan {plan_id} review"},
+        {"label": "Execute", "command": f"/load-plan {plan_id} execute"},
+    ]
+    text = saved["content"]["text"]
+    assert text.startswith("📋 Plan “Add a README” (revision 1)\nAdd a README.") and f"Review (/load-plan {plan_id} review)" in text
+    assert saved["messageId"], "a message of its own"
+
+    _, text = await reply(client, sid, meta["actions"][1]["command"])
+    assert "Start its review now?" in text, "Execute on a draft offers its review first"
+    _, text = await reply(client, sid, "Review")
+    url = review_link(text)
+    _, text = await reply(client, sid, meta["actions"][0]["command"])
+    assert text.startswith("A review is already open.") and review_link(text) == url, "Review goes straight to the link"
+    _, text = await reply(client, sid, f"/load-plan {plan_id} fly")
+    assert "There is no action 'fly'" in text and "Nothing changed." in text
+
+
 async def test_load_plan_lists_plans_and_its_menu_views_details_reviews_and_cancels(chat) -> None:
     client, sid = chat
     response, text = await reply(client, sid, "/load-plans")
@@ -74,7 +100,8 @@ async def test_load_plan_lists_plans_and_its_menu_views_details_reviews_and_canc
     assert "File:" not in text, "no server path in the chat"
     assert len(menus(client, start, sid)) == 3, "the action menu comes again"
     _, text = await reply(client, sid, "4")
-    assert "is not approved. Only an approved Plan executes" in text
+    assert "executes once a review approves it. Start its review now?" in text, "Execute on a draft offers its review"
+    _, text = await reply(client, sid, "Not now")
 
     response, _ = await reply(client, sid, "/load-plan")
     await reply(client, sid, "1")

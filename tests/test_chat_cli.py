@@ -180,3 +180,14 @@ async def test_quit_inside_a_menu_leaves_without_answering_it(tmp_path: Path) ->
     assert await chat.exit_code() == 0, chat.output
     assert "form: accept" not in chat.output and "Please reply with a number" not in chat.output, chat.output
     assert len(agent_calls(tmp_path, "session/cancel")) == 1, "the turn was cancelled, its question with it"
+
+
+async def test_a_saved_plans_next_steps_are_a_numbered_list_whose_number_takes_the_step(tmp_path: Path) -> None:
+    chat = await Chat.start(cwd=tmp_path)
+    await chat.send("make a plan to write a poem")
+    await chat.expect(r"📋 Plan “Write a poem” \(revision 1\)\s+Write a poem\.\s+1\. Review\s+2\. Execute\s+Reply with a number")
+    await chat.send("2")
+    await chat.expect(r"Start its review now\?")
+    await chat.send("2")
+    await chat.expect(r"Plan “Write a poem” stays as it is \(draft\)\.")
+    assert await chat.finish() == 0, chat.output

@@ -7,6 +7,7 @@ import contextlib
 import os
 import re
 import signal
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,12 +16,14 @@ import aiohttp
 import pytest
 
 from tests.bridge_kit import OWNER, bridge_world, telegram_section
+from tests.fakes.discord_api import DiscordFake
+from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import TelegramFake
 from tests.platform_kit import discord_world, slack_world
 from tests.wld_process import WldProcess, free_port
 from tests.wld_process import write_config as write_wld_config
 from tests.plan_kit import git, make_project
-from waiting import PATIENCE
+from waiting import PATIENCE, until
 
 REQUEST = "make a plan to write README.md saying hello"
 TITLE = "Write README.md saying hello"
@@ -68,8 +71,21 @@ class Operator:
             await self.says(label)
         return question
 
+    def buttons(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        return [b for row in (self.fake.messages[(OWNER, message["message_id"])].get("reply_markup") or {}).get("inline_keyboard", []) for b in row]
+
+    async def presses(self, message: dict[str, Any], label: str) -> None:
+        [button] = [b for b in self.buttons(message) if b["text"] == label]
+        self.fake.push_callback_query(OWNER, OWNER, button["callback_data"], message_id=message["message_id"])
+
     def text(self, message_id: int) -> str:
         return self.fake.messages[(OWNER, message_id)].get("text") or ""
+
+
+def noted(message_id: int) -> bool:
+    """Whether the state database notes this message as unfinished (what a crash now leaves for the next start)."""
+    with contextlib.closing(sqlite3.connect(Path(os.environ["WLD_HOME"]) / "wld.db")) as db:
+        return bool(db.execute("SELECT 1 FROM unfinished_messages WHERE message_id = ?", (str(message_id),)).fetchall())
 
 
 async def decide(url: str, action: str, revision: int = 1, **fields: str) -> str:
@@ -100,6 +116,32 @@ async def plan_under_review(me: Operator) -> tuple[str, int]:
     match = LINK.search(message["text"])
     assert match, message["text"]
     return match.group(1), message["message_id"]
+
+
+async def test_a_new_plan_is_a_message_of_its_own_whose_review_and_execute_buttons_work(tmp_path: Path) -> None:
+    async with journey(tmp_path, []) as (me, project):
+        await me.says(REQUEST)
+        plan = await me.sees(f"📋 Plan “{TITLE}” (revision 1)")
+        assert plan["text"] == f"📋 Plan “{TITLE}” (revision 1)\n{TITLE}.", "the title and summary, nothing else"
+        assert [b["text"] for b in me.buttons(plan)] == ["Review", "Execute"]
+        tool = await me.sees("write_plan")
+        reply = await me.sees("Saved Plan", after=plan["message_id"])
+        assert tool["message_id"] < plan["message_id"] < reply["message_id"], "the Plan comes below the tool line, the reply below it"
+        assert "The tool returned" not in reply["text"]
+
+        await me.presses(plan, "Execute")
+        await me.sees("executes once a review approves it", after=plan["message_id"])
+        mark = me.fake.mark()
+        await me.presses(plan, "Review")
+        notice = await me.fake.wait_for_call("answerCallbackQuery", since=mark)
+        assert notice["text"].startswith("A question is open here"), "a step never answers an open question"
+        first = await me.answers("executes once a review approves it", "Not now", after=plan["message_id"])
+        await me.sees(f"Plan “{TITLE}” stays as it is (draft).", after=first["message_id"])
+        await me.presses(plan, "Review")
+        link = await me.sees("in your browser", after=first["message_id"])
+        [button] = me.buttons(link)
+        assert button["text"] == "Review the Plan" and button["url"] == LINK.search(link["text"]).group(1), "the link is a URL button"
+        assert not re.search("Choose a Plan|what next", "\n".join(m["text"] for m in me.messages())), "no menus on the way"
 
 
 async def test_a_review_decided_in_the_browser_reaches_the_chat_as_new_messages(tmp_path: Path) -> None:
@@ -200,6 +242,8 @@ async def test_the_whole_journey_through_wld_bridge_including_a_sigkill_and_a_re
         me = Operator(fake)
         async with wld_bridge(config, fake) as bridge:
             url, link_id = await plan_under_review(me)
+            plan = await me.sees(f"📋 Plan “{TITLE}” (revision 1)")
+            assert [b["text"] for b in me.buttons(plan)] == ["Review", "Execute"], "a new Plan comes with its next steps"
             await decide(url, "feedback", general="Mention the licence.")
             revised = await me.sees("Saved Plan", after=link_id)
             assert "revision 2" in revised["text"], "the revision after feedback is shown"
@@ -212,14 +256,21 @@ async def test_the_whole_journey_through_wld_bridge_including_a_sigkill_and_a_re
             question = await me.answers(f"Execute “{TITLE}” now?", "Execute", after=approval["message_id"])
             mode = await me.answers("be executed?", "All at once", after=question["message_id"])
             await fake.wait_until(marker.exists, timeout=PATIENCE)  # the validation step is under way
+            streaming = lambda: [m for m in me.messages() if "⚙️ Validation" in m["text"] and m["text"].endswith(" …")]  # noqa: E731
+            await fake.wait_until(lambda: bool(streaming()), timeout=PATIENCE)  # and shown as running
+            await until(lambda: noted(streaming()[0]["message_id"]), "the streaming message noted as unfinished")
             bridge.proc.kill()
             await bridge.proc.wait()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(int(marker.read_text().split()[0]), signal.SIGKILL)  # the orphaned validation command
         crashed_at = me.bottom()
+        cut_off = [m["message_id"] for m in me.messages() if m["text"].endswith(" …")]
+        assert cut_off, "the kill left a reply streaming"
 
         async with wld_bridge(config, fake):  # the operator says nothing: the restarted bridge reopens the Session
             report = await me.sees(f"Work on Plan “{TITLE}” was interrupted (branch {BRANCH})", after=crashed_at)
+            await fake.wait_until(lambda: all(me.text(i).endswith("(interrupted)") for i in cut_off), timeout=PATIENCE)
+            assert not [m["text"] for m in me.messages() if m["text"].endswith("…")], "no message is left streaming"
             assert "Uncertain: validation" in report["text"] and "has not been repeated" in report["text"]
             choices = await me.answers("What now?", "Continue", after=report["message_id"])
             assert choices["message_id"] > report["message_id"], "the choices come below the recovery report"
@@ -233,14 +284,22 @@ async def test_the_whole_journey_through_wld_bridge_including_a_sigkill_and_a_re
             order = [revised, approval, mode, report, choices, delivery, published]
             assert [m["message_id"] for m in order] == sorted(m["message_id"] for m in order), "every step is below the last"
 
+            mark = fake.mark()
+            await me.presses(plan, "Review")  # a button from before the restart
+            assert (await fake.wait_for_call("answerCallbackQuery", since=mark))["text"].startswith("This button has expired")
+            await fake.wait_until(lambda: me.text(plan["message_id"]).endswith("(expired)"), timeout=PATIENCE)
+            assert not me.buttons(plan), "its buttons are gone"
+
 
 @pytest.mark.parametrize("platform", ["discord", "slack"])
 async def test_on_discord_and_slack_review_decisions_arrive_as_new_messages_in_the_thread(platform: str, tmp_path: Path) -> None:
     worlds = {"discord": discord_world, "slack": slack_world}
     async with worlds[platform]() as world:
         thread = await world.mention(REQUEST)
+        plan, steps = await world.buttons(thread, f"📋 Plan “{TITLE}” (revision 1)", timeout=PATIENCE)
+        assert [world.label(b) for b in steps] == ["Review", "Execute"], "a new Plan comes with its next steps"
         await world.reply_containing(thread, "Saved Plan", final=True)
-        await world.say(thread, "/plan-review")
+        await world.click(plan, steps[0])  # Review
         link_message, buttons = await world.buttons(thread, "in your browser", timeout=PATIENCE)
         url = LINK.search(world.current(link_message)).group(1)
         assert [b.get("url") for b in buttons] == [url], "the review link is a URL button"
@@ -267,3 +326,18 @@ async def test_a_failed_turn_says_its_error_once(tmp_path: Path) -> None:
         told = await world.exchange(OWNER, OWNER, "please fail", "could not be completed")
         assert told["text"].count("asked to fail") == 1 and told["text"].count("❌") == 1, told["text"]
         assert world.texts(OWNER) == [told["text"]]
+
+
+@pytest.mark.parametrize("platform", ["discord", "slack"])
+async def test_on_discord_and_slack_a_step_button_from_before_a_restart_is_marked_expired(platform: str, tmp_path: Path) -> None:
+    fakes = {"discord": lambda: DiscordFake(install=False), "slack": SlackFake}
+    worlds = {"discord": discord_world, "slack": slack_world}
+    async with fakes[platform]() as fake:
+        async with worlds[platform](fake=fake) as world:
+            thread = await world.mention(REQUEST)
+            plan, steps = await world.buttons(thread, f"📋 Plan “{TITLE}” (revision 1)", timeout=PATIENCE)
+            await world.reply_containing(thread, "Saved Plan", final=True)
+        async with worlds[platform](fake=fake) as world:  # the restarted bridge knows nothing of that Plan's buttons
+            await world.click(plan, steps[0])
+            await until(lambda: world.current(plan).endswith("(expired)"), "the old Plan message marked expired")
+            assert "Review revision" not in "\n".join(world.texts(thread)), "the stale press did nothing"

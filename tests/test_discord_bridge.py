@@ -75,7 +75,7 @@ async def test_a_question_becomes_buttons_and_only_an_allowed_click_answers(tmp_
     async with discord_world(section={"agent": "asker"}, agents={"asker": asking_agent(tmp_path)}) as world:
         thread = await world.mention("please choose")
         message, buttons = await world.buttons(thread, "Pick a colour")
-        assert [b["label"] for b in buttons] == ["red", "green", "blue", "Decline"]
+        assert [b["label"] for b in buttons] == ["red", "green", "blue", "Cancel"]
         stranger = int(world.fake.add_user("mallory")["id"])
         assert "allowlist" in await world.click(message, buttons[0], user=stranger)
         assert await world.click(message, buttons[1]) == "Answer recorded."

@@ -53,7 +53,7 @@ async def shown(person: Person, text: str, times: int = 1) -> None:
 async def interview_twice(person: Person) -> None:
     """A button, a sentence and text; then a bare Other (asked once) and a typed label."""
     await person.say("please interview me")
-    assert await person.press(LANGUAGE, "Rust") in ([], ["Python", "Rust", "Go", "Other", "Decline"])
+    assert await person.press(LANGUAGE, "Rust") in ([], ["Python", "Rust", "Go", "Other", "Cancel"])
     await shown(person, TESTS)
     await person.say("only on CI")
     await shown(person, ELSE)
@@ -238,7 +238,7 @@ async def test_another_agents_choice_with_other_is_one_question_too(tmp_path: Pa
     async with bridge_world(tmp_path=tmp_path, telegram={"agent": "asker"}, agents={"asker": asking_agent(tmp_path)}) as world:
         person = TelegramPerson(world)
         await person.say("a drink please")
-        assert await person.press("Tea or coffee?", "Coffee") == ["Tea", "Coffee", "Other", "Decline"]
+        assert await person.press("Tea or coffee?", "Coffee") == ["Tea", "Coffee", "Other", "Cancel"]
         await shown(person, 'form: accept {"drink": "Coffee"}')
         await person.say("another drink")
         await shown(person, "Tea or coffee?", 2)

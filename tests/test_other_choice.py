@@ -135,7 +135,7 @@ async def test_a_choice_with_other_is_one_question_with_buttons_and_a_listed_cho
     chat = Chat()
     result = chat.ask_form(runwield_form())
     _, buttons = await chat.asked("Which language?")
-    assert buttons == ["Python", "Rust", "Go", "Other", "Decline"]
+    assert buttons == ["Python", "Rust", "Go", "Other", "Cancel"]
     assert chat.press("Rust") == "Answer recorded."
     assert await result == {"action": "accept", "content": {"answer": "Rust"}}
     assert len([kind for kind, _ in chat.channel.log if kind == "send"]) == 1, "no question about the Other text"
@@ -156,7 +156,7 @@ async def test_a_bare_other_asks_for_its_text_once_and_takes_the_next_reply_what
     await chat.asked("Which language?")
     chat.press("Other")
     said, buttons = await chat.asked("Type your own answer to: Which language?")
-    assert buttons == ["Decline"]
+    assert buttons == ["Cancel"]
     assert chat.type("2") is None, "a number is the text now, not an option"
     assert await result == {"action": "accept", "content": {"answer": "_other", "other": "2"}}
     assert sum("Type your own answer" in text for text in chat.channel.texts()) == 1
@@ -180,7 +180,7 @@ async def test_more_than_four_options_are_a_numbered_menu_where_buttons_exist() 
     many = interview("Which language?", [Choice(o, o) for o in ("Python", "Rust", "Go", "C", "Zig")])
     result = chat.ask_form(runwield_form(many))
     said, buttons = await chat.asked("Which language?")
-    assert buttons == ["Decline"] and "5. Zig\n6. Other" in said
+    assert buttons == ["Cancel"] and "5. Zig\n6. Other" in said
     assert chat.type("zig") is None
     assert await result == {"action": "accept", "content": {"answer": "Zig"}}
 

@@ -101,3 +101,26 @@ async def test_an_unanswered_question_expires_and_a_stale_button_says_so() -> No
     assert buttons == (), "the buttons are taken away once the question is over"
     assert "No answer in time" in channel.texts()[0]
     assert interactions.press(channel, ButtonPress(HERE, ME, "wld:deadbeef:0")) == "This question is no longer open."
+
+
+@pytest.mark.parametrize(
+    ("choices", "buttons", "hint"),
+    [
+        (["Execute", "Not now"], ["Execute", "Not now"], ""),  # the question's own "no" is the one way
+        (["Publish", "Hold"], ["Publish", "Hold", "Cancel"], ""),  # else one Cancel button (it declines)
+        (list("abcde") + ["Cancel"], [], "Reply with a number."),  # a numbered menu with its own Cancel: no button, no /cancel
+        (list("abcde"), ["Cancel"], "Reply with a number."),
+    ],
+)
+async def test_each_question_has_one_visible_way_to_say_no(choices: list[str], buttons: list[str], hint: str) -> None:
+    channel = RecordingChannel(Capabilities(max_message_length=1000, url_buttons=True))
+    interactions = Interactions()
+    form = schema({"answer": {"type": "string", "title": "Choice", "enum": choices}}, ["answer"])
+    result = asyncio.create_task(run_form("What now?", form, lambda q, t: interactions.ask(channel, HERE, q, t), 5))
+    await channel.wait_for("What now?")
+    [(text, shown)] = list(channel.messages.values())
+    assert [b.label for b in shown] == buttons
+    assert "Decline" not in text and "/cancel" not in text and "Choice" not in text, text
+    assert hint in text
+    interactions.cancel(HERE)
+    await result

@@ -161,7 +161,7 @@ async def test_a_question_becomes_block_kit_buttons_and_only_an_allowed_click_an
     async with slack_world(section={"agent": "asker"}, agents={"asker": asking_agent(tmp_path)}) as world:
         thread = await world.mention("please choose")
         message, buttons = await world.buttons(thread, "Pick a colour")
-        assert [b["text"]["text"] for b in buttons] == ["red", "green", "blue", "Decline"]
+        assert [b["text"]["text"] for b in buttons] == ["red", "green", "blue", "Cancel"]
         stranger = world.fake.add_user("U0MALLORY", "mallory")["id"]
         await world.click(message, buttons[0], user=stranger)
         told = await world.fake.wait_for_call("chat.postEphemeral")

@@ -8,8 +8,11 @@ from acp import text_block, update_agent_message, update_agent_thought
 from acp.schema import ToolCallProgress, ToolCallStart
 
 from runwield_bridge.acp.extensions import PLAN_LINK, PlanLinkMeta
+from runwield_bridge.bridge.asking.pending import ChatQuestion, ChatQuestions
 from runwield_bridge.channels.types import Capabilities, Conversation
+from runwield_bridge.channels.unfinished import Keeper, MemoryMessageLog, finish_left
 from tests.bridge_kit import RecordingChannel
+from waiting import PATIENCE
 
 HERE = Conversation("memory", "1")
 
@@ -98,3 +101,30 @@ async def test_after_a_pause_for_a_question_what_follows_is_a_new_message_below(
     reply.update(chunk("After the answer."))
     await reply.finish("cancelled")
     assert channel.texts() == ["Before the question.", "After the answer.\n\n⏹ Cancelled."]
+
+
+
+async def test_what_a_stopped_bridge_left_unfinished_is_finished_by_the_next_start() -> None:
+    """A reply cut off while streaming ends '(interrupted)'; an open question's buttons go and it says '(expired)'."""
+    channel = RecordingChannel(Capabilities(max_message_length=1000))
+    notes = MemoryMessageLog()
+    here = Conversation("memory", "1")
+    reply = channel.open_reply(here)
+    reply.keeper = Keeper(notes, "memory", "reply")
+    reply.update(update_agent_message(text_block("Working")))
+    asking = asyncio.create_task(ChatQuestions(notes).ask(channel, here, ChatQuestion("Sure?", options=("Yes", "No")), timeout=60))
+    left: list[object] = []
+
+    async def both_noted() -> None:
+        while len(left) < 2:
+            left[:] = await notes.unfinished_messages("memory")
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(both_noted(), PATIENCE)
+    restarted = RecordingChannel(Capabilities(max_message_length=1000))  # the next start (the bridge above never finished them)
+    restarted.messages = channel.messages
+    await finish_left(restarted, notes)
+    assert sorted(text for text, _ in restarted.messages.values()) == ["Sure?\n\n(expired)", "Working (interrupted)"]
+    assert all(buttons == () for _, buttons in restarted.messages.values())
+    assert await notes.unfinished_messages("memory") == [], "each is finished once"
+    asking.cancel()

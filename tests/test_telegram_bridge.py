@@ -14,6 +14,8 @@ from runwield_bridge.app import agent_endpoints
 from runwield_bridge.host import load_plugins
 from runwield_bridge.bridge.runner import BridgeService
 from runwield_bridge.channels.telegram.channel import SECRET_HEADER
+from runwield_bridge.bridge.asking.pending import NOT_OPEN
+from runwield_bridge.channels.unfinished import EXPIRED
 from tests.bridge_kit import OWNER, SECRET, STRANGER, agent_calls, asking_agent, bridge_world
 from tests.fakes.base import http_post, raw_post
 from tests.fakes.telegram_api import TelegramFake
@@ -109,7 +111,7 @@ async def test_a_form_becomes_an_inline_keyboard_and_only_an_allowed_click_answe
     async with bridge_world(mode, tmp_path=tmp_path, **with_asker(tmp_path)) as world:
         await world.send(OWNER, OWNER, "please choose")
         message_id, buttons = await world.keyboard(OWNER, "Pick a colour")
-        assert [b["text"] for b in buttons] == ["red", "green", "blue", "Decline"]
+        assert [b["text"] for b in buttons] == ["red", "green", "blue", "Cancel"]
         [initialize] = agent_calls(tmp_path, "initialize")
         assert initialize["clientCapabilities"]["elicitation"] == {"form": {}, "url": {}}
         await world.press(OWNER, STRANGER, buttons[0]["callback_data"], message_id)
@@ -341,7 +343,7 @@ async def test_url_requests_show_the_literal_url_and_malformed_ones_are_declined
     async with bridge_world(tmp_path=tmp_path, **with_asker(tmp_path)) as world:
         await world.send(OWNER, OWNER, "visit the page")
         message_id, buttons = await world.keyboard(OWNER, "https://auth.example.com/login?state=xyz")
-        assert [b["text"] for b in buttons] == ["Continue", "Decline"]
+        assert [b["text"] for b in buttons] == ["Continue", "Cancel"]
         sent = [c for c in world.fake.calls_to("sendMessage") if "auth.example.com" in c["text"]][0]
         assert sent["link_preview_options"] == {"is_disabled": True}, "not even Telegram fetches it"
         await world.press(OWNER, OWNER, buttons[0]["callback_data"], message_id)
@@ -382,3 +384,18 @@ async def test_configuration_errors_name_the_key(config: dict, error: str) -> No
     with pytest.raises(ConfigError, match=error.replace("[", r"\[").replace("]", r"\]")):
         service = BridgeService(settings, load_plugins(), None, agent_endpoints(settings, None))  # type: ignore[arg-type]
         service.bridge.add_channel(service.channels[0])
+
+
+@pytest.mark.parametrize("data", ["wld:deadbeef:0", "wld:step:deadbeef:1"])
+async def test_a_button_left_from_before_a_restart_is_marked_expired_when_pressed(data: str, tmp_path: Path) -> None:
+    async with bridge_world(tmp_path=tmp_path) as world:
+        await world.send(OWNER, OWNER, "/status")
+        old = dict(await world.reply_containing(OWNER, "Session:"))
+        buttons = {"inline_keyboard": [[{"text": "Yes", "callback_data": data}, {"text": "No", "callback_data": "wld:deadbeef:1"}]]}
+        world.fake.messages[(OWNER, old["message_id"])]["reply_markup"] = buttons  # as a bridge before the restart left it
+
+        assert await world.pressed(OWNER, OWNER, data, old["message_id"]) == EXPIRED
+        await world.fake.wait_until(lambda: world.fake.messages[(OWNER, old["message_id"])]["text"].endswith("(expired)"))
+        stale = world.fake.messages[(OWNER, old["message_id"])]
+        assert stale["text"] == old["text"] + "\n\n(expired)" and not stale.get("reply_markup", {}).get("inline_keyboard")
+        assert await world.pressed(OWNER, OWNER, "wld:deadbeef:0", old["message_id"]) == NOT_OPEN, "no button on it any more"

@@ -63,6 +63,24 @@ class PlanLinkMeta(_Camel):
     label: str = "Review the Plan"
 
 
+class PlanActionMeta(_Camel):
+    """A next step of a saved Plan: its label and the slash command (a prompt) that takes it."""
+
+    label: str
+    command: str
+
+
+class PlanSavedMeta(_Camel):
+    """On an ``agent_message_chunk`` that is a message of its own saying a Plan revision was saved: its next steps can be
+    offered as buttons that send their command (the text already names the commands for plain clients)."""
+
+    plan_id: str = Field(alias="planId")
+    revision: int
+    title: str
+    summary: str = ""
+    actions: list[PlanActionMeta] = []
+
+
 class QuestionMeta(_Camel):
     """On an ``agent_message_chunk`` that is a chat menu: which question, asked or asked again (and why)."""
 
@@ -78,6 +96,7 @@ class TurnMeta(_Camel):
 
 
 PLAN_LINK: MetaKey[PlanLinkMeta] = MetaKey("planLink", PlanLinkMeta)
+PLAN_SAVED: MetaKey[PlanSavedMeta] = MetaKey("planSaved", PlanSavedMeta)
 QUESTION: MetaKey[QuestionMeta] = MetaKey("question", QuestionMeta)
 TURN: MetaKey[TurnMeta] = MetaKey("turn", TurnMeta)
 NOTICE: MetaKey[NoticeLevel] = MetaKey("notice", NoticeLevel)

@@ -35,6 +35,7 @@ from ..core.events import (
     MessageChunk,
     Notice,
     PlanLink,
+    PlanSaved,
     QuestionAsked,
     SelectionChanged,
     Thought,
@@ -44,7 +45,7 @@ from ..core.events import (
     UserMessage,
 )
 from ..core.records import SessionRecord
-from .extensions import ALIASES, NOTICE, PLAN_LINK, QUESTION, TURN, PlanLinkMeta, QuestionMeta, TurnMeta
+from .extensions import ALIASES, NOTICE, PLAN_LINK, PLAN_SAVED, QUESTION, TURN, PlanActionMeta, PlanLinkMeta, PlanSavedMeta, QuestionMeta, TurnMeta
 from .menus import render_menu
 
 NOTICE_PREFIX = {"info": "ℹ️ ", "success": "✅ ", "warning": "⚠️ ", "error": "❌ "}
@@ -92,6 +93,8 @@ def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> Update
         return _agent_text(f"\n{NOTICE_PREFIX[event.level]}{event.text}\n", None, NOTICE.meta(event.level))
     if isinstance(event, PlanLink):
         return _agent_text(event.text, event.message_id, PLAN_LINK.meta(plan_link_meta(event)))
+    if isinstance(event, PlanSaved):
+        return _agent_text(event.text, event.message_id, PLAN_SAVED.meta(plan_saved_meta(event)))
     if isinstance(event, SelectionChanged) and catalog is not None:
         options = config_options(catalog, event.agent, event.model, event.reasoning)
         return ConfigOptionUpdate(session_update="config_option_update", config_options=options)
@@ -106,6 +109,12 @@ def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> Update
 def plan_link_meta(link: PlanLink) -> PlanLinkMeta:
     """Presentation hints for a review link (a button, say); the text already carries the URL for plain clients."""
     return PlanLinkMeta(url=link.url, plan_id=link.plan_id, revision=link.revision, expires_at=_iso(link.expires_at))
+
+
+def plan_saved_meta(saved: PlanSaved) -> PlanSavedMeta:
+    """A saved Plan's title, summary and next steps, for clients that show them as a message with buttons."""
+    actions = [PlanActionMeta(label=a.label, command=a.command) for a in saved.actions]
+    return PlanSavedMeta(plan_id=saved.plan_id, revision=saved.revision, title=saved.title, summary=saved.summary, actions=actions)
 
 
 def _iso(seconds: float) -> str:

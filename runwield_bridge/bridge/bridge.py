@@ -14,13 +14,14 @@ import contextlib
 import logging
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from acp import RequestError, image_block, text_block
 from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
 from ..acp.client import AgentEndpoint
-from ..acp.extensions import ALIASES, NOTICE, TURN
+from ..acp.extensions import ALIASES, NOTICE, PLAN_SAVED, TURN, PlanSavedMeta
 from ..config import ConfigError
 from ..redaction import redact
 from .agent_links import AgentLink, AgentUnavailable
@@ -30,16 +31,18 @@ from ..channels.background import Background
 from .bindings import BindingStore
 from .help_text import command_list
 from ..channels.bridge_commands import BRIDGE_COMMANDS, GREETING, parse_command
-from ..channels.contract import Channel
+from ..channels.contract import Channel, ReplyView
+from ..channels.streaming import SHOWN, StreamingReply
 from ..channels.types import BridgeCommand, BridgeError, ButtonPress, Conversation, IncomingMessage, MenuCommand, ModelChoice, ModelMenu, Sender
+from ..channels.unfinished import EXPIRED, Keeper, MemoryMessageLog, MessageLog, finish_left, mark_expired
 from .conversations import ConversationState, Replay
 from .dedupe import Deliveries, MemoryUpdateLog, UpdateLog
 from .delivery import deliver
-from .asking.pending import ChatQuestions
+from .asking.pending import NOT_OPEN, ChatQuestions
 from .asking.forms import Unsupported
+from .offers import Offers, is_offer, numbered_choice, plan_text
 from .sender_context import sender_context, wants_sender_context
 from .routes import BindingRoute
-from ..channels.streaming import SHOWN
 from .supervisor import Backoff
 
 log = logging.getLogger(__name__)
@@ -65,13 +68,17 @@ class Bridge:
         start_timeout: float = 30.0,
         backoff: Backoff = Backoff(),
         updates: UpdateLog | None = None,
+        messages: MessageLog | None = None,
     ) -> None:
         self.links = {name: AgentLink(name, endpoint, self, start_timeout=start_timeout, backoff=backoff) for name, endpoint in agents.items()}
         self.bindings = bindings
         self.deliveries = Deliveries(updates or MemoryUpdateLog())
         """Claims of the channels' updates, so each is handled once (durable when ``updates`` is the store)."""
         self.routes = list(routes)
-        self.questions = ChatQuestions()
+        self.messages = messages or MemoryMessageLog()
+        """Notes of the messages not finished yet (streaming replies, open questions), durable when it is the store."""
+        self.questions = ChatQuestions(self.messages)
+        self.offers = Offers()
         self.background = Background("bridge")
         self._states: dict[str, ConversationState] = {}
         self._turns: set[asyncio.Task[None]] = set()
@@ -143,6 +150,9 @@ class Bridge:
             if state.running:
                 await self._say(channel, conversation, "⏳ The agent is still working on your last message. Wait for it, or send /cancel.")
                 return None
+            offer, state.offer = state.offer, ()
+            if (step := numbered_choice(offer, message.text)) is not None:
+                message = replace(message, text=step)
             try:
                 link = await self._ready_session(state)
                 blocks = await self._prompt_blocks(state, link, message)
@@ -156,10 +166,25 @@ class Bridge:
             return turn
 
     def receive_press(self, channel: Channel, press: ButtonPress) -> str:
-        """A press answers only a question of the conversation it came from, by someone allowed there."""
+        """A press answers only a question of the conversation it came from, or takes a step offered there (sends its
+        command), by someone allowed there; a press on a button this bridge no longer knows marks its message expired."""
         if not self.allows(channel, press.sender, press.conversation):
             return "Only people on this bot's allowlist can answer."
-        return self.questions.press(channel, press)
+        if is_offer(press.data):
+            step = self.offers.command_for(channel, press)
+            if step is not None and self.questions.has_open(press.conversation):
+                return "A question is open here: answer it (or send /cancel) first; nothing was sent."
+            if step is not None:
+                message = IncomingMessage(press.conversation, press.sender, step)
+                self.background.spawn(self.receive_message(channel, message), f"step:{press.conversation.key}")
+                return f"Sent {step}"
+            notice = NOT_OPEN
+        else:
+            notice = self.questions.press(channel, press)
+        if notice == NOT_OPEN and press.message is not None:  # a button of a question or offer this bridge no longer has
+            self.background.spawn(mark_expired(channel, press.message, press.text), f"expire:{press.conversation.key}")
+            return EXPIRED
+        return notice
 
     def allows(self, channel: Channel, sender: Sender, conversation: Conversation) -> bool:
         return self._allowlists[channel.name].allows(sender, conversation)
@@ -186,11 +211,13 @@ class Bridge:
     async def reopen(self, channel: Channel) -> None:
         """After a start, reopen the channel's conversations bound to the built-in Session Host, so what a Session
         takes up on its own (an execution interrupted by a crash) reaches them without waiting for a message.
-        Sessions on other agents are reopened by their conversation's next message, as before."""
+        Sessions on other agents are reopened by their conversation's next message, as before. First, the messages an
+        earlier run left unfinished are finished: a cut-off reply says it was interrupted, a question that it expired."""
+        await finish_left(channel, self.messages)
         for key in await self.bindings.bound_conversations(f"{channel.name}:", BUILTIN_AGENT):
             if key in self._states:  # a message got there first, and opens the session itself
                 continue
-            state = self._state(channel, _conversation_of(key))
+            state = self._state(channel, Conversation.from_key(key))
             async with state.lock:
                 try:
                     await self._restore(state)
@@ -369,7 +396,7 @@ class Bridge:
         conversation, channel = state.conversation, state.channel
         await self._end_aside(state)
         state.errors_shown.clear()
-        view = state.view = channel.open_reply(conversation)
+        view = state.view = self._open_reply(state)
         down, conn = link.down, link.conn
         stop_reason: str | None = None
         error: str | None = None
@@ -392,6 +419,8 @@ class Bridge:
         finally:
             state.prompting = False
             self.questions.cancel(conversation)
+            if state.showing is not None:  # what followed it goes into this reply before it ends
+                await asyncio.shield(state.showing)
             if state.view is view:
                 state.view = None
             await asyncio.shield(view.finish(stop_reason, error))
@@ -408,6 +437,9 @@ class Bridge:
         if state.replay is not None:
             state.replay.add(update)
             return
+        if state.held is not None:
+            state.held.append(update)
+            return
         if kind == "available_commands_update":
             self._commands_changed(state, _menu_commands(update))
         elif kind == "config_option_update":
@@ -416,20 +448,47 @@ class Bridge:
             if (aside := state.aside) is not None:
                 state.aside = None
                 self.background.spawn(aside.finish(turn.stop_reason), f"aside:{state.conversation.key}")
+        elif (saved := PLAN_SAVED.read(update)) is not None:
+            state.held = []
+            state.showing = self.background.spawn(self._show_plan(agent, session_id, state, saved), f"plan:{state.conversation.key}")
         elif state.view is not None:
             if NOTICE.read(update) == "error":
                 state.errors_shown.append(getattr(update.content, "text", ""))
             state.view.update(update)
         elif kind in SHOWN:
             if state.aside is None:
-                state.aside = state.channel.open_reply(state.conversation)
+                state.aside = self._open_reply(state)
             state.aside.update(update)
+
+    def _open_reply(self, state: ConversationState) -> ReplyView:
+        """The channel's view for a reply, noting its streaming message where the view can (so a crash cannot leave it ``…``)."""
+        view = state.channel.open_reply(state.conversation)
+        if isinstance(view, StreamingReply):
+            view.keeper = Keeper(self.messages, state.channel.name, "reply")
+        return view
 
     async def _end_aside(self, state: ConversationState) -> None:
         """A turn from here starts: finish the reply to work the session was doing on its own, above it."""
         aside, state.aside = state.aside, None
         if aside is not None:
             await aside.finish()
+
+    async def _show_plan(self, agent: str, session_id: str, state: ConversationState, saved: PlanSavedMeta) -> None:
+        """A saved Plan as a message of its own below the reply so far, its next steps as buttons (else numbered);
+        what the session sent meanwhile follows it."""
+        channel, conversation = state.channel, state.conversation
+        try:
+            await self._pause_replies(state)
+            buttons = channel.capabilities.buttons
+            shown = self.offers.buttons(channel, conversation, saved.actions) if buttons else []
+            state.offer = () if buttons else tuple(a.command for a in saved.actions)
+            await deliver(channel, conversation, plan_text(saved, numbered=not buttons), shown)
+        except Exception as exc:
+            log.warning("could not show a saved Plan in %s: %s", conversation.key, exc)
+        finally:
+            held, state.held, state.showing = state.held or [], None, None
+            for update in held:
+                self.on_update(agent, session_id, update)
 
     def _commands_changed(self, state: ConversationState, commands: tuple[MenuCommand, ...]) -> None:
         state.agent_commands = commands
@@ -552,12 +611,6 @@ def _already_shown(exc: RequestError, notices: list[str]) -> bool:
     data = getattr(exc, "data", None)
     details = data.get("details") if isinstance(data, dict) else None
     return isinstance(details, str) and bool(details) and any(details in notice for notice in notices)
-
-
-def _conversation_of(key: str) -> Conversation:
-    """The conversation a binding key names (``channel:chat`` or ``channel:chat:thread``)."""
-    channel, chat, *thread = key.split(":", 2)
-    return Conversation(channel, chat, thread[0] if thread else None)
 
 
 def _menu_commands(update: Any) -> tuple[MenuCommand, ...]:

@@ -67,6 +67,12 @@ class ConversationState:
     commands_known: asyncio.Event = field(default_factory=asyncio.Event)
     """Set once the agent has said which commands the session offers."""
     menu: tuple[MenuCommand, ...] = ()
+    offer: tuple[str, ...] = ()
+    """The steps last offered as a numbered list (where there are no buttons): the next message may pick one by number."""
+    held: list[Any] | None = None
+    """Updates that came while a message of its own (a saved Plan) was being shown, to be shown after it."""
+    showing: asyncio.Task[None] | None = None
+    """The message of its own being shown, if any."""
 
     @property
     def running(self) -> bool:

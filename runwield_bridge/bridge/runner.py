@@ -79,6 +79,7 @@ class BridgeService:
             start_timeout=start_timeout,
             backoff=backoff,
             updates=store,
+            messages=store,
         )
         self.supervisors: list[Supervisor] = []
         self.listeners: list[asyncio.Task[None]] = []

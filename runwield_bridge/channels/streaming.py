@@ -19,6 +19,7 @@ from .budget import ChatBudget, Clock
 from .chunking import split_message
 from .contract import Channel
 from .types import Button, Conversation, MessageRef, RateLimited
+from .unfinished import Keeper
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +108,8 @@ class StreamingReply:
         self._titles: dict[str, str] = {}
         self._held: list[Any] | None = None  # updates that arrive while pausing, for the next message
         self._paused = False
+        self.keeper: Keeper | None = None
+        """Notes the message still streaming, so a bridge starting after a crash can end it (set by the Bridge)."""
 
     def update(self, update: Any) -> None:
         if self._held is not None:
@@ -166,6 +169,9 @@ class StreamingReply:
             except Exception as exc:
                 settled = self._failed(exc)
             if self._final and settled:
+                if self.keeper is not None:
+                    for ref, _, _ in self.sent:
+                        await self.keeper.done(ref)
                 return
 
     async def _typing(self) -> None:
@@ -237,6 +243,8 @@ class StreamingReply:
             ref = await self.channel.send(self.conversation, text, buttons)
             self.sent.append((ref, text, buttons))
             self._edited_at.append(self.clock())
+        if self.keeper is not None and not self._final:  # only the piece still streaming ends in the cursor
+            await (self.keeper.kept(ref, text.removesuffix(CURSOR)) if text.endswith(CURSOR) else self.keeper.done(ref))
 
     def _failed(self, exc: Exception) -> bool:
         """Count a failed send or edit; after a few in a row the reply stops trying (True: give up)."""

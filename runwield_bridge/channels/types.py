@@ -45,6 +45,12 @@ class Conversation:
         """The stable id a binding is stored under, e.g. ``telegram:-1001:42``."""
         return ":".join(part for part in (self.channel, self.chat, self.thread) if part is not None)
 
+    @classmethod
+    def from_key(cls, key: str) -> Conversation:
+        """The conversation a key names (``channel:chat`` or ``channel:chat:thread``)."""
+        channel, chat, *thread = key.split(":", 2)
+        return cls(channel, chat, thread[0] if thread else None)
+
 
 @dataclass(frozen=True, slots=True)
 class Sender:
@@ -89,6 +95,10 @@ class ButtonPress:
     conversation: Conversation
     sender: Sender
     data: str
+    message: MessageRef | None = None
+    """The pressed message, where the platform shows the pressed button on it (so a stale one can be marked expired)."""
+    text: str = ""
+    """That message's text."""
 
 
 @dataclass(frozen=True, slots=True)

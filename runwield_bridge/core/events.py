@@ -99,6 +99,28 @@ class PlanLink:
 
 
 @dataclass(frozen=True, slots=True)
+class PlanAction:
+    """A next step offered for a Plan: how it is labelled, and the slash command that takes it."""
+
+    label: str
+    command: str
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSaved:
+    """A Plan revision was saved: a message of its own with the Plan's title and summary and its next steps;
+    ``text`` says all of it in plain words (the commands included) for any client."""
+
+    text: str
+    plan_id: str
+    revision: int
+    title: str
+    summary: str
+    actions: tuple[PlanAction, ...]
+    message_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class TurnSettled:
     """The turn is over: nothing more will be emitted for it."""
 
@@ -108,5 +130,5 @@ class TurnSettled:
 
 
 Event = Union[
-    UserMessage, MessageChunk, Thought, ToolProgress, Usage, Notice, SelectionChanged, QuestionAsked, PlanLink, TurnSettled
+    UserMessage, MessageChunk, Thought, ToolProgress, Usage, Notice, SelectionChanged, QuestionAsked, PlanLink, PlanSaved, TurnSettled
 ]

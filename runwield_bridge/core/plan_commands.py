@@ -39,6 +39,10 @@ WHY_NOT = {
 STANDING = {"in_review": "in review", "held": "on hold", "interrupted": "interrupted (waiting for your choice)"}
 HEADING = re.compile(r"^#{1,6}\s+(.+)$", re.MULTILINE)
 
+REVIEW_FIRST = (
+    Choice("review", "Review", "Open a review of the current revision in the browser"),
+    Choice("later", "Not now", "Leave the Plan as it is"),
+)
 EXECUTE_NOW = (
     Choice("execute", "Execute", "Carry out the approved Plan in its own git worktree now"),
     Choice("later", "Not now", "Leave it approved; choose Execute for it in /load-plan later"),
@@ -101,12 +105,17 @@ class PlanCommands:
 
     def commands(self) -> tuple[Command, Command]:
         return (
-            Command("load-plan", "List saved Plans and act on one", self.load_plan, aliases=("load-plans", "load_plan"), hint="Plan id (optional)"),
+            Command(
+                "load-plan", "List saved Plans and act on one", self.load_plan,
+                aliases=("load-plans", "load_plan"), hint="Plan id and action (optional)",
+            ),
             Command("plan-review", "Review this Session's Plan in the browser (or show its live review link)", self.plan_review, aliases=("plan_review",)),
         )
 
     async def load_plan(self, ctx: CommandContext, args: str) -> str | None:
-        """Pick a Plan, then an action; View plan details shows the menu again; Cancel changes nothing."""
+        """Pick a Plan, then an action (either can be named: ``/load-plan PLAN_ID review``, as a saved Plan's buttons
+        send); View plan details shows the menu again; Cancel changes nothing."""
+        args, _, wanted = args.strip().partition(" ")
         saved = await self.plans.for_project(ctx.session.cwd)
         if not saved and not args:
             await ctx.say("There are no saved Plans for this project yet. Ask the Agent to make a plan.")
@@ -122,7 +131,8 @@ class PlanCommands:
             await ctx.say(f"{exc}. Nothing changed.")
             return None
         while True:
-            action = await choose(ctx, "", f"Plan “{plan.title}” (revision {plan.current_revision}): what next?", list(ACTIONS), "action")
+            action = await choose(ctx, wanted.strip(), f"Plan “{plan.title}” (revision {plan.current_revision}): what next?", list(ACTIONS), "action")
+            wanted = ""
             if action == "details":
                 await ctx.say(await self._details(plan))
                 plan = await self.plans.get(plan.id)
@@ -136,6 +146,8 @@ class PlanCommands:
                 await self._execute(ctx, plan)
             elif action == "cancel":
                 await ctx.say(f"Cancelled; Plan “{plan.title}” is unchanged.")
+            elif action is not None:
+                await ctx.say(f"There is no action {action!r} for a Plan (choose from: {', '.join(a.value for a in ACTIONS)}). Nothing changed.")
             return None
 
     async def plan_review(self, ctx: CommandContext, args: str) -> None:
@@ -195,6 +207,14 @@ class PlanCommands:
                 await self.execution.take_up(waiting, ctx, "")
             else:
                 await ctx.say(f"{why_not_reviewable(plan)} Nothing was started.")
+            return
+        if plan.state in REVIEWABLE:
+            question = f"Plan “{plan.title}” executes once a review approves it. Start its review now?"
+            choice = await choose(ctx, "", question, list(REVIEW_FIRST), "choice")
+            if choice == "review":
+                await self._review(ctx, plan)
+            elif choice is not None:
+                await ctx.say(f"Plan “{plan.title}” stays as it is ({standing(plan)}).")
             return
         if plan.state != "approved" or plan.approved_revision != plan.current_revision:
             reason = why_not_reviewable(plan) if plan.state in WHY_NOT else f"Plan “{plan.title}” is not approved."

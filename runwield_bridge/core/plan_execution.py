@@ -40,7 +40,6 @@ STANDING = {
     "interrupted": "interrupted",
     "held": "on hold",
 }
-AGENT_WORDS = "🤖 The Agent's own account of its work follows; the project's validation, after it, decides the outcome."
 BASE_UNTOUCHED = "the branch it started from, such as main, is not changed"
 UNDELIVERED = ("validated", "validation_failed", "unvalidated")
 ACCEPTANCE = ("done", "accept", "accepted", "finish", "finished", "complete")
@@ -208,7 +207,6 @@ class ChatExecution:
         """The Agent's work for an execution round: a model turn in the worktree on the round's prompt."""
 
         async def work(worktree: Path) -> None:
-            await ctx.say(AGENT_WORDS)
             await ctx.agent_turn(prompt(worktree), worktree)
 
         return work

@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
+from .events import PlanAction, PlanSaved
 from .models import ToolSpec
 from .records import PlanRecord, PlanRevisionRecord
 from .store import Store
@@ -18,6 +19,9 @@ PlanState = Literal[
 ]
 MAX_TITLE_LENGTH = 120
 MAX_SLUG_LENGTH = 40
+MAX_SUMMARY_LENGTH = 300
+NEXT_STEPS = (("Review", "review"), ("Execute", "execute"))
+"""What a saved Plan offers next: a label, and the action of ``/load-plan PLAN_ID ACTION`` that takes it."""
 
 
 class PlanNotFound(LookupError):
@@ -47,6 +51,22 @@ def plan_document(title: str, body: str) -> str:
     if not text.startswith("# "):
         text = f"# {title}\n\n{text}"
     return text + "\n"
+
+
+def summary_of(body: str) -> str:
+    """A Plan's first paragraph of prose (headings skipped), shortened for a chat message."""
+    paragraphs = (" ".join(p.split()) for p in re.split(r"\n\s*\n", body) if not p.lstrip().startswith("#"))
+    text = next((p for p in paragraphs if p), "")
+    return text if len(text) <= MAX_SUMMARY_LENGTH else text[: MAX_SUMMARY_LENGTH - 1].rstrip() + "…"
+
+
+def plan_saved(plan: PlanRecord, body: str) -> PlanSaved:
+    """The message that shows a saved revision: the Plan's title and summary, and its next steps as commands."""
+    actions = tuple(PlanAction(label, f"/load-plan {plan.id} {action}") for label, action in NEXT_STEPS)
+    summary = summary_of(body)
+    steps = " · ".join(f"{a.label} ({a.command})" for a in actions)
+    text = f"📋 Plan “{plan.title}” (revision {plan.current_revision})" + (f"\n{summary}" if summary else "") + f"\nNext: {steps}"
+    return PlanSaved(text, plan.id, plan.current_revision, plan.title, summary, actions, uuid.uuid4().hex)
 
 
 def _checked(title: str, body: str) -> tuple[str, str]:
@@ -126,6 +146,7 @@ def plan_tools(plans: PlanBook) -> tuple[Tool, Tool]:
             )
         except ValueError as exc:
             raise ToolError(str(exc)) from None
+        ctx.shown.append(plan_saved(plan, str(arguments.get("body", ""))))
         return f"Saved Plan {plan.id} revision 1: {plan.title}"
 
     async def revise_plan(arguments: dict[str, Any], ctx: ToolContext) -> str:
@@ -138,6 +159,7 @@ def plan_tools(plans: PlanBook) -> tuple[Tool, Tool]:
             )
         except (ValueError, PlanNotFound) as exc:
             raise ToolError(str(exc)) from None
+        ctx.shown.append(plan_saved(plan, str(arguments.get("body", ""))))
         return f"Saved Plan {plan.id} revision {plan.current_revision}: {plan.title}"
 
     text = {"type": "string"}

@@ -66,6 +66,19 @@ class SeenUpdate:
 
 
 @RECORD
+class UnfinishedMessage:
+    """A chat message a bridge showed that is not finished yet (a reply still streaming, a question still open)."""
+
+    channel: str
+    message_id: str
+    conversation: str
+    text: str
+    kind: str
+    """``reply`` or ``question``."""
+    updated_at: float = field(default_factory=time.time)
+
+
+@RECORD
 class PlanRecord:
     """A Plan: its project, title, current revision and where it stands in the workflow."""
 

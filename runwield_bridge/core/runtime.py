@@ -54,7 +54,9 @@ class TurnRequest:
     ``session`` names the selection (model, reasoning level, Agent) and the cost so far; ``history`` is the
     conversation before ``prompt``; ``tools`` work in ``cwd``; ``emit`` sends the core's typed events
     (message chunks, thoughts, tool progress, usage); ``ask`` puts a question to the user; ``steering``
-    holds input the user adds while the turn runs, to be taken before the next model request.
+    holds input the user adds while the turn runs, to be taken before the next model request. ``voice``, when
+    set, is shown before each run of the model's words to mark them as its own (an execution's Agent, whose
+    claims are not the outcome).
     """
 
     session: SessionRecord
@@ -67,6 +69,7 @@ class TurnRequest:
     ask: Ask
     steering: SteeringInbox
     result: TurnResult
+    voice: str = ""
 
 
 class Runtime(Protocol):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .events import Event
 from .interactions import Outcome, Question
 from .models import ToolSpec
 
@@ -15,11 +16,13 @@ MAX_READ_BYTES = 64 * 1024
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """Where a tool runs, and how it asks the user a question (None where nobody can be asked)."""
+    """Where a tool runs, how it asks the user a question (None where nobody can be asked), and what it shows the
+    user once the call has ended (``shown``: a saved Plan, say)."""
 
     session_id: str
     cwd: Path
     ask: Callable[[Question], Awaitable[Outcome]] | None = None
+    shown: list[Event] = field(default_factory=list)
 
 
 ToolFunc = Callable[[dict[str, Any], ToolContext], Awaitable[str]]

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Awaitable, Iterable
 from typing import Any, TypeVar
 
-from .events import Event, MessageChunk, Notice, PlanLink, Thought, ToolProgress, UserMessage
+from .events import Event, MessageChunk, Notice, PlanLink, PlanSaved, Thought, ToolProgress, UserMessage
 from .reviews import without_links
 from .records import SessionRecord, TranscriptEntry
 from .store.sessions import Entry, SessionRepository
@@ -122,6 +122,8 @@ def entry_for(event: Event) -> Entry | None:
         return "agent", event.text, {"message_id": event.message_id} | ({"audience": "user"} if event.aside else {})
     if isinstance(event, PlanLink):
         return "agent", event.kept, {"message_id": event.message_id, "audience": "user"}  # never the link itself
+    if isinstance(event, PlanSaved):
+        return "agent", event.text, {"message_id": event.message_id, "audience": "user"}
     if isinstance(event, Thought):
         return "thought", event.text, {}
     if isinstance(event, Notice):

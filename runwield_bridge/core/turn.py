@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 MessageRoute = Callable[[SessionRecord], Awaitable[Command | None]]
 """The command that takes a Session's plain messages instead of the model (a Pair Execution), if any."""
 FollowUp = Callable[[str, Command, str, Awaitable[Any] | None], None]
+AGENT_SAYS = "🤖 Agent says: "
+"""Marks the words of an Agent working for a command (an execution): its claims, which are not the outcome."""
 UNSETTLED_NOTICE = {
     "expired": "The question expired without an answer; nothing was chosen.",
     "failed": "The question could not be asked ({reason}); nothing was chosen.",
@@ -130,7 +132,8 @@ class TurnExecutor:
             await journal.flush()
             history = await parts.recorder.model_history(live)
             await journal.write("user", prompt, audience="model", command=invocation.name)
-            await self._run_runtime(live, history, prompt, result, cwd=cwd, tools=(*parts.tools, *parts.work_tools))
+            tools = (*parts.tools, *parts.work_tools)
+            await self._run_runtime(live, history, prompt, result, cwd=cwd, tools=tools, voice=AGENT_SAYS)
 
         return CommandContext(
             session=live.record,
@@ -155,8 +158,10 @@ class TurnExecutor:
         *,
         cwd: Path | None = None,
         tools: Sequence[Tool] | None = None,
+        voice: str = "",
     ) -> None:
-        """A runtime turn on ``prompt``; its tools work in ``cwd`` (default: the Session's directory)."""
+        """A runtime turn on ``prompt``; its tools work in ``cwd`` (default: the Session's directory); ``voice`` marks
+        the model's words as its own."""
         record = live.record
         live.steering = SteeringInbox()
         request = TurnRequest(
@@ -170,6 +175,7 @@ class TurnExecutor:
             ask=lambda question, call_id: self._ask(live, question, call_id),
             steering=live.steering,
             result=result,
+            voice=voice,
         )
         try:
             await self.parts.runtime.run_turn(request)

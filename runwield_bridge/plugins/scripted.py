@@ -122,6 +122,8 @@ def _reply(prompt: str, last: ChatMessage, messages: tuple[ChatMessage, ...]) ->
         return _interview_reply(last.text)
     if last.role == "tool" and _tool_name(messages, last.tool_call_id) == "write_file":
         return f"{last.text}. The work is complete and every test passes."  # a claim: validation decides
+    if last.role == "tool" and _tool_name(messages, last.tool_call_id) in ("write_plan", "revise_plan"):
+        return f"{last.text}."  # the saved Plan has a message of its own; this is the model's word on it
     if last.role == "tool":
         lines = [line for line in last.text.splitlines() if line]
         return f"The tool returned {len(lines)} lines:\n{last.text}"

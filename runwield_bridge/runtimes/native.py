@@ -46,6 +46,7 @@ class NativeRuntime:
             instructions=request.instructions,
             ask=request.ask,
             steering=request.steering,
+            voice=request.voice,
         )
         return await runner.run(request.history, request.prompt)
 
@@ -65,6 +66,9 @@ class TurnRunner:
     instructions: str = ""
     ask: Ask | None = None
     steering: SteeringInbox = field(default_factory=SteeringInbox)
+    voice: str = ""
+    """Shown before each run of the model's words (after a tool call, say) to mark them as its own."""
+    _speaking: bool = field(default=False, init=False)
 
     async def run(self, history: Sequence[ChatMessage], prompt: str) -> TurnResult:
         """Run until the model stops calling tools and no steered input waits. Partial output stays in `result` if cancelled."""
@@ -101,6 +105,7 @@ class TurnRunner:
         async with contextlib.aclosing(stream) if hasattr(stream, "aclose") else contextlib.nullcontext(stream):
             async for event in stream:
                 if isinstance(event, TextDelta):
+                    await self._give_voice()
                     text.append(event.text)
                     self.result.replied = True
                     await self.emit(MessageChunk(event.text, self.result.message_id))
@@ -114,6 +119,12 @@ class TurnRunner:
                     break
         return calls, "".join(text)
 
+    async def _give_voice(self) -> None:
+        """Mark the start of a run of the model's words with ``voice`` (shown, not part of the model's conversation)."""
+        if self.voice and not self._speaking:
+            await self.emit(MessageChunk(self.voice, self.result.message_id, aside=True))
+        self._speaking = True
+
     async def _usage(self, usage: ModelUsage) -> None:
         self.result.cost_usd += usage.cost_usd
         size = self.model.info.context_window
@@ -123,17 +134,21 @@ class TurnRunner:
 
     async def _run_tool(self, tool: Tool | None, call: ToolCallRequest) -> str:
         title = tool.title(call.arguments) if tool else call.name
+        self._speaking = False
         kind = tool.kind if tool else "other"
         await self.emit(ToolProgress(call.call_id, title, kind, "pending", call.arguments, started=True))
         await self.emit(ToolProgress(call.call_id, title, kind, "in_progress"))
         status, output = "completed", ""
+        context = ToolContext(self.session_id, self.cwd, self._asker(call.call_id))
         try:
             if tool is None:
                 raise ToolError(f"unknown tool {call.name!r}")
-            output = await tool.run(call.arguments, ToolContext(self.session_id, self.cwd, self._asker(call.call_id)))
+            output = await tool.run(call.arguments, context)
         except ToolError as exc:
             status, output = "failed", str(exc)
         await self.emit(ToolProgress(call.call_id, title, kind, status, output=output))
+        for event in context.shown:
+            await self.emit(event)
         return output
 
     def _asker(self, call_id: str) -> Callable[[Question], Awaitable[Outcome]] | None:

@@ -5,7 +5,10 @@ a single-select with an Other option and an optional text field for it) is one q
 two to four options and Other, else a numbered menu; a listed option answers at once, Other asks
 once for its text, and other typed text is the Other answer. Any other form is asked one field at a
 time as a numbered text prompt, each field taking the next message. A URL request shows the
-literal URL with Continue and Decline. Anything malformed or unsupported is explained and declined.
+literal URL with Continue and Cancel. Anything malformed or unsupported is explained and declined.
+
+Each question has one visible way to say no: its own option that does (``Cancel``, ``Not now``), else a
+Cancel button (it declines), else, where there are no buttons, ``/cancel``.
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ Kind = Literal["text", "number", "integer", "boolean", "choice", "multi"]
 Ask = Callable[[ChatQuestion, float], Awaitable[Answer]]
 SKIP = "-"
 MAX_BUTTONS = 4
+DISMISS = "Cancel"
+DISMISSING = ("cancel", "not now", "later", "decline")
+"""Labels of options that already say no: a question offering one gets no Cancel button of its own."""
 
 _REQUEST = TypeAdapter(
     CreateFormSessionElicitationRequest
@@ -224,14 +230,15 @@ def field_question(message: str, field: Field, number: int, total: int) -> ChatQ
         "boolean": "Reply with a number.",
         "multi": "Reply with the numbers of your choices, separated by commas.",
     }.get(field.kind, "Reply with your answer.")
+    options = tuple(label for _, label in field.choices)
     return ChatQuestion(
         "\n".join(lines),
-        options=tuple(label for _, label in field.choices),
+        options=options,
         options_as_buttons=False,
         parse=lambda text: parse_value(field, text),
         label_of=lambda value: _shown(field, value),
-        decline="Decline",
-        hint=f"{hint} Send /cancel to stop.",
+        decline=dismiss(options),
+        hint=hint,
     )
 
 
@@ -254,8 +261,8 @@ def other_choice_question(message: str, form: ChoiceWithOther) -> ChatQuestion:
         options_as_buttons=2 <= form.listed <= MAX_BUTTONS,
         parse=lambda text: _read_choice(form, text),
         label_of=lambda picked: labels[picked] if isinstance(picked, int) else picked,
-        decline="Decline",
-        hint="Pick an option, or type your own answer. Send /cancel to stop.",
+        decline=dismiss(labels),
+        hint="Pick an option, or type your own answer.",
     )
 
 
@@ -279,8 +286,8 @@ async def run_choice_with_other(message: str, form: ChoiceWithOther, text: Field
         follow_up = ChatQuestion(
             f"❓ {other_prompt(message)}",
             parse=lambda reply: parse_value(own, reply),
-            decline="Decline",
-            hint="Reply with your answer. Send /cancel to stop.",
+            decline=DISMISS,
+            hint="Reply with your answer.",
         )
         answer = await ask(follow_up, max(deadline - time.monotonic(), 0.001))
         if answer.outcome is not ChatOutcome.ANSWERED:
@@ -299,13 +306,12 @@ async def run_form(message: str, schema: ElicitationSchema, ask: Ask, timeout: f
     choice = single_choice(fields)
     if choice is not None:
         options = tuple(label for _, label in choice.choices)
-        text = f"❓ {message}" + (f"\n\n{choice.title}" if choice.title != choice.name else "")
-        answer = await ask(ChatQuestion(text, options=options, decline="Decline"), timeout)
+        answer = await ask(ChatQuestion(f"❓ {message}", options=options, decline=dismiss(options)), timeout)
         if answer.outcome is ChatOutcome.ANSWERED:
             return {"action": "accept", "content": {choice.name: choice.choices[answer.value][0]}}
         return _unanswered(answer)
     if not fields:
-        answer = await ask(ChatQuestion(f"❓ {message}", options=("OK",), decline="Decline"), timeout)
+        answer = await ask(ChatQuestion(f"❓ {message}", options=("OK",), decline=DISMISS), timeout)
         return {"action": "accept", "content": {}} if answer.outcome is ChatOutcome.ANSWERED else _unanswered(answer)
     content: dict[str, Any] = {}
     for number, field in enumerate(fields, 1):
@@ -320,8 +326,13 @@ async def run_form(message: str, schema: ElicitationSchema, ask: Ask, timeout: f
 async def run_url(message: str, url: str, ask: Ask, timeout: float) -> dict[str, Any]:
     """Show the literal URL (never fetched here) and ask whether to continue."""
     text = f"🔗 {message}\n\n{url}\n\nThe bridge has not opened this link. Continue once you have dealt with it."
-    answer = await ask(ChatQuestion(text, options=("Continue",), decline="Decline"), timeout)
+    answer = await ask(ChatQuestion(text, options=("Continue",), decline=DISMISS), timeout)
     return {"action": "accept"} if answer.outcome is ChatOutcome.ANSWERED else _unanswered(answer)
+
+
+def dismiss(options: tuple[str, ...]) -> str | None:
+    """The Cancel button a question needs, or None when one of its options already says no."""
+    return None if any(label.casefold() in DISMISSING for label in options) else DISMISS
 
 
 def _unanswered(answer: Answer) -> dict[str, Any]:

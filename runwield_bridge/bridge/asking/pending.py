@@ -17,6 +17,7 @@ from typing import Any
 from ...channels.contract import Channel
 from ...channels.types import Button, ButtonPress, Conversation, MessageRef, Sender
 from ..delivery import deliver
+from ...channels.unfinished import Keeper, MemoryMessageLog, MessageLog
 
 log = logging.getLogger(__name__)
 PRESS_PREFIX = "wld"
@@ -91,9 +92,11 @@ class _Pending:
 class ChatQuestions:
     """Open questions, found by button token or by conversation (the oldest one claims typed text)."""
 
-    def __init__(self) -> None:
+    def __init__(self, messages: MessageLog | None = None) -> None:
         self._by_token: dict[str, _Pending] = {}
         self._by_conversation: dict[str, list[_Pending]] = {}
+        self.messages = messages or MemoryMessageLog()
+        """Where open questions' messages are noted, so a bridge starting after a crash can mark them expired."""
 
     async def ask(self, channel: Channel, conversation: Conversation, question: ChatQuestion, timeout: float) -> Answer:
         """Show the question and wait for its answer, at most ``timeout`` seconds."""
@@ -103,8 +106,13 @@ class ChatQuestions:
         pending = _Pending(self._new_token(), channel, conversation, question, buttons)
         self._by_token[pending.token] = pending
         self._by_conversation.setdefault(conversation.key, []).append(pending)
+        keeper: Keeper | None = None
         try:
-            pending.message = await deliver(channel, conversation, render(question, buttons), _buttons(pending))
+            shown = _buttons(pending)
+            pending.message = await deliver(channel, conversation, render(question, buttons), shown)
+            if shown:
+                keeper = Keeper(self.messages, channel.name, "question")
+                await keeper.kept(pending.message, render(question, buttons))
             try:
                 answer = await asyncio.wait_for(asyncio.shield(pending.future), timeout)
             except TimeoutError:
@@ -117,6 +125,8 @@ class ChatQuestions:
             self._forget(pending)
             if pending.message is not None and pending.future.done():
                 await _show_outcome(pending, pending.future.result())
+            if keeper is not None and pending.message is not None:
+                await keeper.done(pending.message)
         return answer
 
     def press(self, channel: Channel, press: ButtonPress) -> str:
@@ -200,6 +210,8 @@ def render(question: ChatQuestion, buttons: bool, hint: bool = True) -> str:
         lines.append("")
         lines.extend(f"{number}. {label}" for number, label in enumerate(question.options, 1))
     hint_text = question.hint or (_default_hint(question) if not buttons or question.parse else "")
+    if hint_text and question.decline and not buttons:
+        hint_text += " Send /cancel to stop."  # where the Cancel button cannot be shown, the one way to say no
     if hint and hint_text:
         lines.extend(["", hint_text])
     return "\n".join(lines)
@@ -207,8 +219,8 @@ def render(question: ChatQuestion, buttons: bool, hint: bool = True) -> str:
 
 def _default_hint(question: ChatQuestion) -> str:
     if question.options and question.parse is None:
-        return "Reply with a number, or send /cancel."
-    return "Reply with your answer, or send /cancel."
+        return "Reply with a number."
+    return "Reply with your answer."
 
 
 def _buttons(pending: _Pending) -> list[Button]:

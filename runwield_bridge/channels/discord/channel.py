@@ -139,7 +139,7 @@ class DiscordChannel:
         if custom_id.startswith(PRESS_PREFIX):
             async with inbox.first_delivery(f"interaction:{interaction.id}", conversation, sender) as first:
                 if first:
-                    notice = await inbox.receive_press(ButtonPress(conversation, sender, custom_id))
+                    notice = await inbox.receive_press(ButtonPress(conversation, sender, custom_id, *_pressed(interaction, conversation, custom_id)))
                     await interaction.response.send_message(notice, ephemeral=True)
         elif custom_id == MODEL_SELECT:
             await interaction.response.defer()
@@ -243,3 +243,12 @@ async def _rate_limited(call: Awaitable[Any]) -> Any:
         return await call
     except discord.RateLimited as exc:
         raise RateLimited(exc.retry_after) from None
+
+
+def _pressed(interaction: discord.Interaction, conversation: Conversation, custom_id: str) -> tuple[MessageRef | None, str]:
+    """The pressed message and its text, where the pressed button is on it."""
+    message = interaction.message
+    if message is None:
+        return None, ""
+    on_it = any(getattr(child, "custom_id", None) == custom_id for row in message.components for child in getattr(row, "children", ()))
+    return (MessageRef(conversation, str(message.id)) if on_it else None), message.content or ""

@@ -138,7 +138,10 @@ class SlackChannel:
             return
         container, user = body.get("container") or {}, body["user"]["id"]
         conversation = conversation_of(container.get("channel_id") or body["channel"]["id"], container.get("thread_ts"))
-        press = ButtonPress(conversation, await self._sender(user), data)
+        message = body.get("message") or {}
+        on_it = any(e.get("value") == data for block in message.get("blocks") or () for e in block.get("elements") or () if isinstance(e, dict))
+        ref = MessageRef(conversation, str(message["ts"])) if on_it and message.get("ts") else None
+        press = ButtonPress(conversation, await self._sender(user), data, ref, message.get("text") or "")
         async with inbox.first_delivery(f"action:{body['trigger_id']}", conversation, press.sender) as first:
             if first:
                 notice = await inbox.receive_press(press)

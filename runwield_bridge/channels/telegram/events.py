@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from telegram import Bot, Message, Update, User
 
-from ..types import Attachment, ButtonPress, Conversation, IncomingMessage, Sender
+from ..types import Attachment, ButtonPress, Conversation, IncomingMessage, MessageRef, Sender
 
 CHANNEL = "telegram"
 GROUP_TYPES = ("group", "supergroup")
@@ -61,7 +61,10 @@ def press_event(update: Update) -> ButtonPress | None:
     thread = getattr(message, "message_thread_id", None) if getattr(message, "is_topic_message", False) else None
     chat = message.chat
     conversation = Conversation(CHANNEL, str(chat.id), str(thread) if thread else None, chat.type in GROUP_TYPES)
-    return ButtonPress(conversation, sender_of(query.from_user), query.data)
+    markup = getattr(message, "reply_markup", None)
+    on_it = any(b.callback_data == query.data for row in (markup.inline_keyboard if markup else ()) for b in row)
+    ref = MessageRef(conversation, str(message.message_id)) if on_it else None
+    return ButtonPress(conversation, sender_of(query.from_user), query.data, ref, getattr(message, "text", None) or "")
 
 
 def _addressed(message: Message, text: str, me: BotIdentity) -> bool:

@@ -8,9 +8,9 @@ from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select, update
 
-from ..records import Binding, SeenUpdate
+from ..records import Binding, SeenUpdate, UnfinishedMessage
 from .base import Repository, frozen
-from .tables import BindingRow, SeenUpdateRow
+from .tables import BindingRow, SeenUpdateRow, UnfinishedMessageRow
 
 
 class BridgeStateRepository(Repository):
@@ -67,3 +67,22 @@ class BridgeStateRepository(Repository):
         async with self._db() as db:
             await db.exec(delete(SeenUpdateRow).where(col(SeenUpdateRow.claimed_at) < claimed_before))
             await db.commit()
+
+    async def keep_message(self, channel: str, message_id: str, conversation: str, text: str, kind: str) -> None:
+        """Note (or update) a message that is not finished yet."""
+        async with self._db() as db:
+            await db.merge(UnfinishedMessageRow(channel=channel, message_id=message_id, conversation=conversation, text=text, kind=kind))
+            await db.commit()
+
+    async def drop_message(self, channel: str, message_id: str) -> None:
+        """The message is finished."""
+        query = delete(UnfinishedMessageRow).where(col(UnfinishedMessageRow.channel) == channel, col(UnfinishedMessageRow.message_id) == message_id)
+        async with self._db() as db:
+            await db.exec(query)
+            await db.commit()
+
+    async def unfinished_messages(self, channel: str) -> list[UnfinishedMessage]:
+        """A channel's messages that were not finished, oldest first."""
+        query = select(UnfinishedMessageRow).where(col(UnfinishedMessageRow.channel) == channel).order_by(col(UnfinishedMessageRow.updated_at))
+        async with self._db() as db:
+            return [frozen(UnfinishedMessage, row) for row in (await db.exec(query)).all()]

@@ -164,6 +164,20 @@ class SeenUpdateRow(SQLModel, table=True):
     claimed_at: float = Field(default_factory=time.time, index=True)
 
 
+class UnfinishedMessageRow(SQLModel, table=True):
+    """A chat message a bridge showed that is not finished yet (a reply still streaming, a question still open), so
+    a bridge starting after a crash can say it was interrupted or expired."""
+
+    __tablename__ = "unfinished_messages"
+    channel: str = Field(primary_key=True)
+    message_id: str = Field(primary_key=True)
+    conversation: str
+    text: str
+    kind: str
+    """``reply`` or ``question``."""
+    updated_at: float = Field(default_factory=time.time)
+
+
 def create_schema(conn: Connection) -> None:
     """Create the tables and indexes that are missing. Each statement says IF NOT EXISTS, so processes
     starting together on a new database do not fail on each other's tables."""
