@@ -114,7 +114,7 @@ async def test_an_unanswered_question_expires_and_a_stale_button_says_so() -> No
 )
 async def test_each_question_has_one_visible_way_to_say_no(choices: list[str], buttons: list[str], hint: str) -> None:
     channel = RecordingChannel(Capabilities(max_message_length=1000, url_buttons=True))
-    interactions = Interactions()
+    interactions = ChatQuestions()
     form = schema({"answer": {"type": "string", "title": "Choice", "enum": choices}}, ["answer"])
     result = asyncio.create_task(run_form("What now?", form, lambda q, t: interactions.ask(channel, HERE, q, t), 5))
     await channel.wait_for("What now?")

@@ -35,6 +35,7 @@ def test_each_table_has_a_record_with_the_same_fields() -> None:
         "transcript": records.TranscriptEntry,
         "bindings": records.Binding,
         "seen_updates": records.SeenUpdate,
+        "unfinished_messages": records.UnfinishedMessage,
         "plans": records.PlanRecord,
         "plan_revisions": records.PlanRevisionRecord,
         "plan_sessions": records.PlanSessionLink,
