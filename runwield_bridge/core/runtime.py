@@ -21,7 +21,8 @@ from .interactions import Outcome, Question
 from .models import ChatMessage
 from .records import SessionRecord
 from .steering import SteeringInbox
-from .tools import Tool
+from .tool_gate import Permit
+from .tools import COMMAND_TIMEOUT, Tool
 
 Emit = Callable[[Event], Awaitable[None]]
 Ask = Callable[[Question, str | None], Awaitable[Outcome]]
@@ -54,7 +55,9 @@ class TurnRequest:
     ``session`` names the selection (model, reasoning level, Agent) and the cost so far; ``history`` is the
     conversation before ``prompt``; ``tools`` work in ``cwd``; ``emit`` sends the core's typed events
     (message chunks, thoughts, tool progress, usage); ``ask`` puts a question to the user; ``steering``
-    holds input the user adds while the turn runs, to be taken before the next model request.
+    holds input the user adds while the turn runs, to be taken before the next model request. ``permit`` decides
+    whether a tool may change a file or run a command (asking the user when no rule or grant allows it; None
+    refuses every change); ``command_timeout`` bounds a command a tool runs.
     """
 
     session: SessionRecord
@@ -67,6 +70,8 @@ class TurnRequest:
     ask: Ask
     steering: SteeringInbox
     result: TurnResult
+    permit: Permit | None = None
+    command_timeout: float = COMMAND_TIMEOUT
 
 
 class Runtime(Protocol):

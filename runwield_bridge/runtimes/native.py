@@ -21,7 +21,8 @@ from ..core.models import (
 )
 from ..core.runtime import Ask, Emit, TurnRequest, TurnResult
 from ..core.steering import SteeringInbox
-from ..core.tools import Tool, ToolContext, ToolError
+from ..core.tool_gate import Permit
+from ..core.tools import COMMAND_TIMEOUT, Tool, ToolContext, ToolError
 
 MAX_TOOL_ROUNDS = 16
 
@@ -46,6 +47,8 @@ class NativeRuntime:
             instructions=request.instructions,
             ask=request.ask,
             steering=request.steering,
+            permit=request.permit,
+            command_timeout=request.command_timeout,
         )
         return await runner.run(request.history, request.prompt)
 
@@ -65,6 +68,8 @@ class TurnRunner:
     instructions: str = ""
     ask: Ask | None = None
     steering: SteeringInbox = field(default_factory=SteeringInbox)
+    permit: Permit | None = None
+    command_timeout: float = COMMAND_TIMEOUT
 
     async def run(self, history: Sequence[ChatMessage], prompt: str) -> TurnResult:
         """Run until the model stops calling tools and no steered input waits. Partial output stays in `result` if cancelled."""
@@ -130,11 +135,19 @@ class TurnRunner:
         try:
             if tool is None:
                 raise ToolError(f"unknown tool {call.name!r}")
-            output = await tool.run(call.arguments, ToolContext(self.session_id, self.cwd, self._asker(call.call_id)))
+            output = await tool.run(call.arguments, self._context(call.call_id, title, kind))
         except ToolError as exc:
             status, output = "failed", str(exc)
         await self.emit(ToolProgress(call.call_id, title, kind, status, output=output))
         return output
+
+    def _context(self, call_id: str, title: str, kind: str) -> ToolContext:
+        """What the tool call ``call_id`` works with; its output so far is streamed as the call's progress."""
+
+        async def progress(output: str) -> None:
+            await self.emit(ToolProgress(call_id, title, kind, "in_progress", output=output))
+
+        return ToolContext(self.session_id, self.cwd, self._asker(call_id), self.permit, progress, self.command_timeout)
 
     def _asker(self, call_id: str) -> Callable[[Question], Awaitable[Outcome]] | None:
         """How the tool call ``call_id`` asks the user, if this turn can ask."""
