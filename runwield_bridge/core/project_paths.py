@@ -19,7 +19,7 @@ def confined(root: Path, name: str) -> Path:
         raise OutsideProject(f"{name!r} is not a valid path")
     candidate = Path(raw)
     if ".." in PurePosixPath(raw.replace("\\", "/")).parts:
-        raise OutsideProject(f"{name!r} is refused: '..' may not appear in a path")
+        raise OutsideProject(f"{name!r} is refused: '..' may not appear in a path (it could lead outside the project directory)")
     target = (candidate if candidate.is_absolute() else base / candidate).resolve()
     if target != base and base not in target.parents:
         what = "a symlink that points" if not candidate.is_absolute() else "an absolute path"
