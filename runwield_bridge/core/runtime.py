@@ -21,7 +21,7 @@ from .interactions import Outcome, Question
 from .models import ChatMessage
 from .records import SessionRecord
 from .steering import SteeringInbox
-from .tool_gate import Permit
+from .tool_gate import TurnPermit
 from .tools import COMMAND_TIMEOUT, Tool
 
 Emit = Callable[[Event], Awaitable[None]]
@@ -70,7 +70,7 @@ class TurnRequest:
     ask: Ask
     steering: SteeringInbox
     result: TurnResult
-    permit: Permit | None = None
+    permit: TurnPermit | None = None
     command_timeout: float = COMMAND_TIMEOUT
 
 

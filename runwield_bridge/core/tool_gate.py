@@ -66,9 +66,11 @@ class GrantBook(Protocol):
     async def grant(self, session_id: str, key: str) -> None: ...
 
 
-Ask = Callable[[Question], Awaitable[Outcome]]
+Ask = Callable[[Question, str | None], Awaitable[Outcome]]
 Permit = Callable[[Change], Awaitable[str | None]]
 """Asks whether a change may go ahead: None when it may, else why not (in words for the model)."""
+TurnPermit = Callable[[Change, str | None], Awaitable[str | None]]
+"""A turn's ``Permit``, for the tool call with this id (the question, if one is asked, belongs to it)."""
 
 
 class ToolGate:
@@ -78,17 +80,17 @@ class ToolGate:
         self.rules = rules
         self.grants = grants
 
-    def permit(self, session_id: str, ask: Ask | None, extra: ToolRules | None = None) -> Permit:
+    def permit(self, session_id: str, ask: Ask | None, extra: ToolRules | None = None) -> TurnPermit:
         """The turn's ``permit``: ``extra`` rules (a Plan's worktree allows writes) join the configured ones."""
 
-        async def permit(change: Change) -> str | None:
+        async def permit(change: Change, call_id: str | None) -> str | None:
             if self.rules.allows(change) or (extra is not None and extra.allows(change)):
                 return None
             if change.grant in await self.grants.grants(session_id):
                 return None
             if ask is None:
                 return "refused: nobody can be asked for permission here"
-            outcome = await ask(change.question())
+            outcome = await ask(change.question(), call_id)
             if outcome.answered and outcome.value == ALWAYS.value:
                 await self.grants.grant(session_id, change.grant)
                 return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from ..core.models import (
 )
 from ..core.runtime import Ask, Emit, TurnRequest, TurnResult
 from ..core.steering import SteeringInbox
-from ..core.tool_gate import Permit
+from ..core.tool_gate import TurnPermit
 from ..core.tools import COMMAND_TIMEOUT, Tool, ToolContext, ToolError
 
 MAX_TOOL_ROUNDS = 16
@@ -68,7 +69,7 @@ class TurnRunner:
     instructions: str = ""
     ask: Ask | None = None
     steering: SteeringInbox = field(default_factory=SteeringInbox)
-    permit: Permit | None = None
+    permit: TurnPermit | None = None
     command_timeout: float = COMMAND_TIMEOUT
 
     async def run(self, history: Sequence[ChatMessage], prompt: str) -> TurnResult:
@@ -147,7 +148,8 @@ class TurnRunner:
         async def progress(output: str) -> None:
             await self.emit(ToolProgress(call_id, title, kind, "in_progress", output=output))
 
-        return ToolContext(self.session_id, self.cwd, self._asker(call_id), self.permit, progress, self.command_timeout)
+        permit = None if self.permit is None else functools.partial(self.permit, call_id=call_id)
+        return ToolContext(self.session_id, self.cwd, self._asker(call_id), permit, progress, self.command_timeout)
 
     def _asker(self, call_id: str) -> Callable[[Question], Awaitable[Outcome]] | None:
         """How the tool call ``call_id`` asks the user, if this turn can ask."""
