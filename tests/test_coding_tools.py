@@ -266,3 +266,22 @@ def alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return state != "Z" and os.path.exists(f"/proc/{pid}")
+
+
+async def test_an_unanswered_question_expires_as_a_rejection(tmp_path: Path, repo: Path, model: OpenAIFake) -> None:
+    (tmp_path / "wld.toml").write_text(model_entry("openai", "coder", model.base_url).replace("[sessions]\n", "[sessions]\nquestion_timeout = 0.5\n"))
+    app = await App.start(load_settings(tmp_path / "wld.toml"))
+    try:
+        record = await app.host.create(str(repo))
+
+        async def nobody_answers(pending: PendingQuestion) -> Outcome:
+            await asyncio.Event().wait()
+            raise AssertionError("never answered")
+
+        c = Coder(app, record.id, model, Person())
+        c.person = nobody_answers  # type: ignore[assignment]
+        done = finished(await c.call("write_file", {"path": "new.txt", "content": "x"}))
+    finally:
+        await app.close()
+    assert done.status == "failed" and "new.txt was not changed: refused: the question was expired, which counts as a rejection" in done.output
+    assert not (repo / "new.txt").exists()

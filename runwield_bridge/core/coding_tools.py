@@ -7,6 +7,7 @@ put to ``ToolContext.permit`` (``tool_gate``), which refuses unless a rule, a gr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 from collections.abc import Awaitable, Callable, Iterator
@@ -185,13 +186,15 @@ async def _run_command(arguments: dict[str, Any], ctx: ToolContext) -> str:
 
 
 class OutputStream:
-    """A command's output so far, sent as it arrives: at once, then at most once per ``PROGRESS_INTERVAL``."""
+    """A command's output so far, sent as it arrives: at once, then at most once per ``PROGRESS_INTERVAL``;
+    ``close`` sends what is left, so every piece of output is shown before the call ends."""
 
     def __init__(self, send: Callable[[str], Awaitable[None]] | None) -> None:
         self.send = send
         self.text = ""
         self.sent = ""
         self.pump: asyncio.Task[None] | None = None
+        self.closed = asyncio.Event()
 
     def feed(self, chunk: str) -> None:
         self.text = tail(self.text + chunk)
@@ -203,13 +206,14 @@ class OutputStream:
         while self.sent != self.text:
             self.sent = self.text
             await self.send(self.sent)
-            await asyncio.sleep(PROGRESS_INTERVAL)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.closed.wait(), PROGRESS_INTERVAL)
         self.pump = None
 
     async def close(self) -> None:
+        self.closed.set()
         if self.pump is not None:
-            self.pump.cancel()
-            await asyncio.gather(self.pump, return_exceptions=True)
+            await self.pump
 
 
 def _params(required: tuple[str, ...], **properties: dict[str, Any]) -> dict[str, Any]:
