@@ -285,3 +285,28 @@ async def test_an_unanswered_question_expires_as_a_rejection(tmp_path: Path, rep
         await app.close()
     assert done.status == "failed" and "new.txt was not changed: refused: the question was expired, which counts as a rejection" in done.output
     assert not (repo / "new.txt").exists()
+
+
+async def test_cancelling_the_turn_kills_a_running_command_with_its_children(tmp_path: Path, repo: Path, model: OpenAIFake) -> None:
+    async with coder(tmp_path, repo, model, command_timeout=PATIENCE * 10) as c:
+        c.person.answers = ["once"]
+        cancel: asyncio.Task[Any] | None = None
+
+        def cancel_when_ready(event: Event) -> None:
+            nonlocal cancel
+            if cancel is None and isinstance(event, ToolProgress) and "ready" in (event.output or ""):
+                cancel = asyncio.ensure_future(c.app.host.cancel(c.session_id))
+
+        c.model.queue(Reply(tool_calls=(ToolCall("call_1", "run_command", {"command": "sleep 300 & echo $! > child.pid; echo ready; wait"}),)))
+
+        async def emit(event: Event) -> None:
+            cancel_when_ready(event)
+
+        settled = await c.app.host.prompt(c.session_id, "run it", emit, forms=c.person)
+        assert cancel is not None
+        await cancel
+    assert isinstance(settled, TurnSettled) and settled.stop_reason == "cancelled"
+    child = int((repo / "child.pid").read_text())
+    async with asyncio.timeout(PATIENCE):
+        while alive(child):
+            await asyncio.sleep(0.05)

@@ -61,7 +61,7 @@ WORKTREE_RULES = ToolRules(writes=("**",))
 class GrantBook(Protocol):
     """Where a Session's "Always for this Session" answers are kept, so they outlive a restart."""
 
-    async def grants(self, session_id: str) -> frozenset[str]: ...
+    async def granted(self, session_id: str, key: str) -> bool: ...
 
     async def grant(self, session_id: str, key: str) -> None: ...
 
@@ -86,7 +86,7 @@ class ToolGate:
         async def permit(change: Change, call_id: str | None) -> str | None:
             if self.rules.allows(change) or (extra is not None and extra.allows(change)):
                 return None
-            if change.grant in await self.grants.grants(session_id):
+            if await self.grants.granted(session_id, change.grant):
                 return None
             if ask is None:
                 return "refused: nobody can be asked for permission here"
@@ -104,13 +104,19 @@ class ToolGate:
 
 
 class TranscriptGrants:
-    """Grants kept as entries of the Session's transcript."""
+    """Grants kept as entries of the Session's transcript. Grants are never taken back, so one already seen
+    is answered from memory; the transcript is read again only for a key not seen yet (another process may have added it)."""
 
     def __init__(self, sessions: SessionRepository) -> None:
         self.sessions = sessions
+        self.seen: dict[str, set[str]] = {}
 
-    async def grants(self, session_id: str) -> frozenset[str]:
-        return frozenset(e.text for e in await self.sessions.transcript(session_id) if e.kind == GRANT_ENTRY)
+    async def granted(self, session_id: str, key: str) -> bool:
+        seen = self.seen.setdefault(session_id, set())
+        if key not in seen:
+            seen.update(e.text for e in await self.sessions.transcript(session_id) if e.kind == GRANT_ENTRY)
+        return key in seen
 
     async def grant(self, session_id: str, key: str) -> None:
         await self.sessions.append_many(session_id, [(GRANT_ENTRY, key, {})])
+        self.seen.setdefault(session_id, set()).add(key)

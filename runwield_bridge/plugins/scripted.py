@@ -123,7 +123,7 @@ def _tool_call_for(prompt: str, position: int) -> ToolCallRequest | None:
 def _reply(prompt: str, last: ChatMessage, messages: tuple[ChatMessage, ...]) -> str:
     if last.role == "tool" and _tool_name(messages, last.tool_call_id) == "user_interview":
         return _interview_reply(last.text)
-    if last.role == "tool" and _tool_name(messages, last.tool_call_id) == "write_file":
+    if last.role == "tool" and _tool_name(messages, last.tool_call_id) == "write_file" and last.text.startswith("Wrote "):
         return f"{last.text}. The work is complete and every test passes."  # a claim: validation decides
     if last.role == "tool":
         lines = [line for line in last.text.splitlines() if line]
