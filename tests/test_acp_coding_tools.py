@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from acp_session import FORMS_INIT, say, since, wld_session
+from acp_session import FORMS_INIT, menus, say, since, text_since, wld_session
 
 
 def answering(*answers: str) -> tuple[list[dict[str, Any]], Any]:
@@ -60,3 +60,17 @@ async def test_a_command_over_acp_streams_its_output_and_always_is_not_asked_aga
     texts = [(u["status"], u.get("content", [{}])[0].get("content", {}).get("text")) for u in updates]
     assert ("in_progress", "streamed output\n") in texts, "the output arrived as a tool_call_update while running"
     assert texts[-1] == ("completed", "streamed output\n\n(exit code 0)")
+
+
+async def test_a_client_without_forms_gets_the_permission_as_a_numbered_menu(tmp_path: Path) -> None:
+    async with wld_session(tmp_path) as (client, sid):
+        start = len(client.messages)
+        assert (await say(client, sid, "write notes.txt saying hi"))["result"] == {"stopReason": "end_turn"}
+        [menu] = menus(client, start, sid, "asked")
+        assert "Change the file `notes.txt`?" in menu
+        assert "1. Allow once" in menu and "2. Always for this Session" in menu and "3. Reject" in menu
+        assert not (tmp_path / "notes.txt").exists(), "nothing happens while the question waits"
+        before = len(client.messages)
+        assert (await say(client, sid, "3"))["result"] == {"stopReason": "end_turn"}
+        assert "notes.txt was not changed: refused: the user rejected it" in text_since(client, before, sid)
+    assert not (tmp_path / "notes.txt").exists()
