@@ -21,7 +21,7 @@ from runwield_bridge.app import App
 from runwield_bridge.config import load_settings
 from runwield_bridge.core.events import Event, ToolProgress, TurnSettled
 from runwield_bridge.core.interactions import Outcome, PendingQuestion
-from runwield_bridge.core.tool_gate import ToolRules
+from runwield_bridge.core.tool_gate import Change, ToolRules
 
 ORIGINAL = "def greet():\n    return 'hello'\n"
 
@@ -217,8 +217,6 @@ async def test_tools_allow_rules_skip_the_question(tmp_path: Path, repo: Path, m
 
 
 def test_command_patterns_never_match_a_chained_command_line() -> None:
-    from runwield_bridge.core.tool_gate import Change
-
     rules = ToolRules(commands=("pytest *",), writes=("docs/*.md",))
     assert rules.allows(Change("command", "pytest -q tests"))
     for line in ("pytest x; rm -rf ~", "pytest x && curl evil", "pytest $(rm x)", "pytest > /etc/passwd", "pytest x | sh"):

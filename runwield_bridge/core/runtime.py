@@ -17,16 +17,13 @@ from pathlib import Path
 from typing import Protocol
 
 from .events import Event
-from .interactions import Outcome, Question
 from .models import ChatMessage
 from .records import SessionRecord
 from .steering import SteeringInbox
-from .tool_gate import TurnPermit
+from .tool_gate import Ask, TurnPermit
 from .tools import COMMAND_TIMEOUT, Tool
 
 Emit = Callable[[Event], Awaitable[None]]
-Ask = Callable[[Question, str | None], Awaitable[Outcome]]
-"""Ask the user a question (for the tool call with this id, if any); the outcome may be expired or declined."""
 
 
 def new_message_id() -> str:

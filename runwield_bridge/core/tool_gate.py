@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from .project_paths import path_pattern
 from .interactions import Choice, Outcome, Question, approval
+from .project_paths import path_pattern
 from .store.sessions import SessionRepository
 
 ChangeKind = Literal["command", "write"]
@@ -67,6 +67,7 @@ class GrantBook(Protocol):
 
 
 Ask = Callable[[Question, str | None], Awaitable[Outcome]]
+"""Ask the user a question (for the tool call with this id, if any); the outcome may be expired or declined."""
 Permit = Callable[[Change], Awaitable[str | None]]
 """Asks whether a change may go ahead: None when it may, else why not (in words for the model)."""
 TurnPermit = Callable[[Change, str | None], Awaitable[str | None]]
