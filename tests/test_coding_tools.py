@@ -246,11 +246,11 @@ async def test_a_path_leaving_the_project_is_refused_and_nothing_changes(tmp_pat
 
 
 async def test_a_command_that_runs_too_long_is_killed_with_its_children_and_reported(tmp_path: Path, repo: Path, model: OpenAIFake) -> None:
-    async with coder(tmp_path, repo, model, command_timeout=1) as c:
+    async with coder(tmp_path, repo, model, command_timeout=2) as c:
         c.person.answers = ["once"]
         done = finished(await c.call("run_command", {"command": "echo started; sleep 300 & echo $! > child.pid; wait"}))
     assert done.status == "failed"
-    assert done.output.startswith("started\n") and "timed out after 1s and was stopped (its process group was killed)" in done.output
+    assert done.output.startswith("started\n") and "timed out after 2s and was stopped (its process group was killed)" in done.output
     child = int((repo / "child.pid").read_text())
     async with asyncio.timeout(PATIENCE):
         while alive(child):
