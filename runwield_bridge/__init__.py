@@ -39,6 +39,7 @@ from .core.models import (
     ToolCallRequest,
     ToolSpec,
 )
+from .core.tool_gate import Change
 from .core.tools import Tool, ToolContext, ToolError
 from .hookspecs import ModelFactory, ProviderFactory, hookimpl
 
@@ -60,6 +61,7 @@ __all__ = [
     "ThinkingDelta",
     "ToolCallRequest",
     # register_tools
+    "Change",
     "Tool",
     "ToolContext",
     "ToolError",

@@ -23,7 +23,7 @@ from .core.plans import PlanBook
 from .core.reviews import ReviewHub
 from .core.sessions import SessionHost
 from .core.store import Store
-from .core.tools import WORKTREE_TOOLS
+from .core.tool_gate import ToolRules
 from .host import PluginHost, load_plugins
 from .plugins import workflow
 from .runtimes.native import NativeRuntime
@@ -91,7 +91,8 @@ class App:
                 commands=CommandRegistry(plugins.commands()),
                 metrics=WorkflowMetrics.in_state_dir(settings.state_dir, settings.workflow_metrics),
                 question_timeout=settings.sessions.question_timeout or None,
-                work_tools=WORKTREE_TOOLS,
+                tool_rules=ToolRules(tuple(settings.tools.allow), tuple(settings.tools.allow_writes)),
+                command_timeout=settings.tools.command_timeout,
                 message_route=execution.message_route,
                 load_checks=(execution.on_load,),
             )

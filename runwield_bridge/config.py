@@ -69,6 +69,14 @@ class ValidationConfig(Strict):
     timeout: float = Field(default=900.0, gt=0)
 
 
+class ToolsConfig(Strict):
+    """``[tools]``: what the native runtime's tools may do without asking, and how long a command may run (seconds)."""
+
+    allow: list[str] = Field(default_factory=list)  # shell-style patterns on a command line: "pytest *", "git status"
+    allow_writes: list[str] = Field(default_factory=list)  # globs on project-relative paths: "src/**", "docs/*.md"
+    command_timeout: float = Field(default=120.0, gt=0)
+
+
 class SessionsConfig(Strict):
     """Defaults for new Sessions, and how long a question waits for its answer (seconds; 0 waits forever)."""
 
@@ -90,6 +98,7 @@ class Settings(Strict):
     web: WebConfig = Field(default_factory=WebConfig)
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
     channels: dict[str, dict[str, Any]] = Field(default_factory=dict)
     bindings: list[dict[str, Any]] = Field(default_factory=list)
 

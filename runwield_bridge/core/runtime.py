@@ -17,15 +17,13 @@ from pathlib import Path
 from typing import Protocol
 
 from .events import Event
-from .interactions import Outcome, Question
 from .models import ChatMessage
 from .records import SessionRecord
 from .steering import SteeringInbox
-from .tools import Tool
+from .tool_gate import Ask, TurnPermit
+from .tools import COMMAND_TIMEOUT, Tool
 
 Emit = Callable[[Event], Awaitable[None]]
-Ask = Callable[[Question, str | None], Awaitable[Outcome]]
-"""Ask the user a question (for the tool call with this id, if any); the outcome may be expired or declined."""
 
 
 def new_message_id() -> str:
@@ -54,9 +52,10 @@ class TurnRequest:
     ``session`` names the selection (model, reasoning level, Agent) and the cost so far; ``history`` is the
     conversation before ``prompt``; ``tools`` work in ``cwd``; ``emit`` sends the core's typed events
     (message chunks, thoughts, tool progress, usage); ``ask`` puts a question to the user; ``steering``
-    holds input the user adds while the turn runs, to be taken before the next model request. ``voice``, when
-    set, is shown before each run of the model's words to mark them as its own (an execution's Agent, whose
-    claims are not the outcome).
+    holds input the user adds while the turn runs, to be taken before the next model request. ``permit`` decides
+    whether a tool may change a file or run a command (asking the user when no rule or grant allows it; None
+    refuses every change); ``command_timeout`` bounds a command a tool runs. ``voice``, when set, is shown before each run of the model's words
+    to mark them as its own (an execution's Agent, whose claims are not the outcome).
     """
 
     session: SessionRecord
@@ -70,6 +69,8 @@ class TurnRequest:
     steering: SteeringInbox
     result: TurnResult
     voice: str = ""
+    permit: TurnPermit | None = None
+    command_timeout: float = COMMAND_TIMEOUT
 
 
 class Runtime(Protocol):

@@ -27,7 +27,8 @@ from .scheduler import AwaitingReply, PromptResult, TurnScheduler
 from .selection import Selector
 from .steering import INJECTED, NO_RUNNING_TURN, QUESTION_PENDING, SteeringRejected, SteeringResult
 from .store import Store
-from .tools import Tool
+from .tool_gate import ToolGate, ToolRules, TranscriptGrants
+from .tools import COMMAND_TIMEOUT, Tool
 from .turn import MessageRoute, TurnExecutor, TurnParts
 
 __all__ = [
@@ -75,7 +76,8 @@ class SessionHost:
         commands: CommandRegistry | None = None,
         metrics: WorkflowMetrics | None = None,
         question_timeout: float | None = QUESTION_TIMEOUT,
-        work_tools: Sequence[Tool] = (),
+        tool_rules: ToolRules = ToolRules(),
+        command_timeout: float = COMMAND_TIMEOUT,
         message_route: MessageRoute | None = None,
         load_checks: Sequence[LoadCheck] = (),
     ) -> None:
@@ -105,7 +107,8 @@ class SessionHost:
                 broker=self.broker,
                 metrics=self.metrics,
                 tools=self.tools,
-                work_tools=tuple(work_tools),
+                gate=ToolGate(tool_rules, TranscriptGrants(store.sessions)),
+                command_timeout=command_timeout,
                 message_route=message_route,
                 follow_up=self._follow_up,
             )

@@ -1,4 +1,4 @@
-"""Tools the runtime offers to models: read-only project inspection by default."""
+"""Tools the runtime offers to models: what a tool is, and what it gets to work with."""
 
 from __future__ import annotations
 
@@ -10,18 +10,23 @@ from typing import Any
 from .events import Event
 from .interactions import Outcome, Question
 from .models import ToolSpec
+from .tool_gate import Permit
 
-MAX_READ_BYTES = 64 * 1024
+COMMAND_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """Where a tool runs, how it asks the user a question (None where nobody can be asked), and what it shows the
-    user once the call has ended (``shown``: a saved Plan, say)."""
+    """Where a tool runs; how it asks the user a question and for permission to change files or run a command
+    (None where nobody can be asked: a change is then refused); where a long tool streams its output so far; and
+    what it shows the user once the call has ended (``shown``: a saved Plan, say)."""
 
     session_id: str
     cwd: Path
     ask: Callable[[Question], Awaitable[Outcome]] | None = None
+    permit: Permit | None = None
+    progress: Callable[[str], Awaitable[None]] | None = None
+    command_timeout: float = COMMAND_TIMEOUT
     shown: list[Event] = field(default_factory=list)
 
 
@@ -37,62 +42,9 @@ class Tool:
     run: ToolFunc
 
     def title(self, arguments: dict[str, Any]) -> str:
-        detail = arguments.get("path") or ""
+        detail = next((arguments[key] for key in ("command", "path", "pattern", "query") if isinstance(arguments.get(key), str)), "")
         return f"{self.spec.name} {detail}".strip()
 
 
 class ToolError(Exception):
     """A tool could not do what was asked; the message goes back to the model."""
-
-
-def _inside(ctx: ToolContext, relative: str) -> Path:
-    root = ctx.cwd.resolve()
-    target = (root / relative).resolve()
-    if target != root and root not in target.parents:
-        raise ToolError(f"{relative!r} is outside the project directory")
-    return target
-
-
-async def _read_file(arguments: dict[str, Any], ctx: ToolContext) -> str:
-    path = _inside(ctx, str(arguments.get("path", "")))
-    if not path.is_file():
-        raise ToolError(f"no such file: {arguments.get('path')}")
-    data = path.read_bytes()[:MAX_READ_BYTES]
-    return data.decode("utf-8", errors="replace")
-
-
-async def _list_files(arguments: dict[str, Any], ctx: ToolContext) -> str:
-    path = _inside(ctx, str(arguments.get("path", ".")))
-    if not path.is_dir():
-        raise ToolError(f"no such directory: {arguments.get('path', '.')}")
-    names = sorted(p.name + ("/" if p.is_dir() else "") for p in path.iterdir() if not p.name.startswith("."))
-    return "\n".join(names)
-
-
-async def _write_file(arguments: dict[str, Any], ctx: ToolContext) -> str:
-    path = _inside(ctx, str(arguments.get("path", "")))
-    if path == ctx.cwd.resolve() or ".git" in path.relative_to(ctx.cwd.resolve()).parts:
-        raise ToolError(f"cannot write {arguments.get('path')!r}")
-    content = str(arguments.get("content", ""))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(content, encoding="utf-8")
-    return f"Wrote {arguments.get('path')} ({len(content.encode())} bytes)"
-
-
-_PATH_PARAM = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
-
-BUILTIN_TOOLS: tuple[Tool, ...] = (
-    Tool(ToolSpec("read_file", "Read a text file in the project", _PATH_PARAM), "read", _read_file),
-    Tool(ToolSpec("list_files", "List a directory in the project", _PATH_PARAM), "search", _list_files),
-)
-
-_WRITE_PARAM = {
-    "type": "object",
-    "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-    "required": ["path", "content"],
-}
-
-WORKTREE_TOOLS: tuple[Tool, ...] = (
-    Tool(ToolSpec("write_file", "Write a text file in the worktree (only while executing a Plan)", _WRITE_PARAM), "edit", _write_file),
-)
-"""Tools offered only to turns that work in a RunWield-owned worktree: they change files."""

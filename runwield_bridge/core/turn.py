@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from .records import SessionRecord
 from .runtime import Emit, Runtime, TurnRequest, TurnResult
 from .selection import Selector
 from .steering import SteeringInbox
+from .tool_gate import WORKTREE_RULES, ToolGate
 from .tools import Tool
 from .transcript import TurnJournal
 
@@ -51,7 +52,8 @@ class TurnParts:
     broker: InteractionBroker
     metrics: WorkflowMetrics
     tools: tuple[Tool, ...]
-    work_tools: tuple[Tool, ...]  # offered only to turns working in a worktree
+    gate: ToolGate  # whether a tool may change files or run a command
+    command_timeout: float
     message_route: MessageRoute | None
     follow_up: FollowUp
 
@@ -132,8 +134,7 @@ class TurnExecutor:
             await journal.flush()
             history = await parts.recorder.model_history(live)
             await journal.write("user", prompt, audience="model", command=invocation.name)
-            tools = (*parts.tools, *parts.work_tools)
-            await self._run_runtime(live, history, prompt, result, cwd=cwd, tools=tools, voice=AGENT_SAYS)
+            await self._run_runtime(live, history, prompt, result, cwd=cwd, in_worktree=True, voice=AGENT_SAYS)
 
         return CommandContext(
             session=live.record,
@@ -157,25 +158,32 @@ class TurnExecutor:
         result: TurnResult,
         *,
         cwd: Path | None = None,
-        tools: Sequence[Tool] | None = None,
+        in_worktree: bool = False,
         voice: str = "",
     ) -> None:
-        """A runtime turn on ``prompt``; its tools work in ``cwd`` (default: the Session's directory); ``voice`` marks
-        the model's words as its own."""
+        """A runtime turn on ``prompt``; its tools work in ``cwd`` (default: the Session's directory). A turn
+        ``in_worktree`` carries out an approved Plan in RunWield's own worktree: it may write files there without asking.
+        ``voice`` marks the model's words as its own."""
         record = live.record
         live.steering = SteeringInbox()
+
+        async def ask(question: Question, call_id: str | None = None) -> Outcome:
+            return await self._ask(live, question, call_id)
+
         request = TurnRequest(
             session=record,
             prompt=prompt,
             history=history,
-            tools=self.parts.tools if tools is None else tools,
+            tools=self.parts.tools,
             cwd=cwd or Path(record.cwd),
             instructions=agent_profile(record.agent).instructions,
             emit=self._observed(live),
-            ask=lambda question, call_id: self._ask(live, question, call_id),
+            ask=ask,
             steering=live.steering,
             result=result,
             voice=voice,
+            permit=self.parts.gate.permit(record.id, ask, WORKTREE_RULES if in_worktree else None),
+            command_timeout=self.parts.command_timeout,
         )
         try:
             await self.parts.runtime.run_turn(request)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -63,18 +65,22 @@ def tail(text: str, limit: int = OUTPUT_LIMIT) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
 
 
-async def run_command(command: str, cwd: Path, timeout: float) -> CommandResult:
-    """Run a shell command in its own process group; on timeout or cancellation the whole group is killed."""
+async def run_command(command: str, cwd: Path, timeout: float, on_output: Callable[[str], None] | None = None) -> CommandResult:
+    """Run a shell command in its own process group; on timeout or cancellation the whole group is killed.
+    ``on_output`` gets the output (stdout and stderr) as it arrives."""
     started = time.monotonic()
     proc = await asyncio.create_subprocess_shell(
         command, cwd=cwd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT, start_new_session=True,
     )
     captured = bytearray()
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     async def collect() -> None:
         while data := await proc.stdout.read(65536):
             captured.extend(data)
+            if on_output is not None:
+                on_output(decoder.decode(data))
             del captured[: max(0, len(captured) - 4 * OUTPUT_LIMIT)]
         await proc.wait()
 

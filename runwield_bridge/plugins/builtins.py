@@ -7,14 +7,15 @@ from collections.abc import Callable
 from ..core.builtin_commands import BUILTIN_COMMANDS
 from ..core.commands import Command
 from ..core.interview import USER_INTERVIEW
-from ..core.tools import BUILTIN_TOOLS, Tool
+from ..core.coding_tools import CODING_TOOLS
+from ..core.tools import Tool
 from ..hookspecs import hookimpl
 
 
 @hookimpl
 def register_tools(register: Callable[[Tool], None]) -> None:
-    """``read_file`` and ``list_files`` (confined to the project directory) and ``user_interview``."""
-    for tool in (*BUILTIN_TOOLS, USER_INTERVIEW):
+    """The coding tools (confined to the project directory; changes and commands ask first) and ``user_interview``."""
+    for tool in (*CODING_TOOLS, USER_INTERVIEW):
         register(tool)
 
 

@@ -31,6 +31,7 @@ _READ = re.compile(r"\bread\s+(\S+)", re.IGNORECASE)
 _MAKE_A_PLAN = re.compile(r"\bmake a plan\b(?:\s+(?:to|for|about)\b)?[\s:,-]*(.*)", re.IGNORECASE | re.DOTALL)
 _INTERVIEW = re.compile(r"\binterview\b", re.IGNORECASE)
 _REVISE_PLAN = re.compile(r"\brevise plan\b.*?\(plan_id (plan_\w+)\).*?feedback\b[^\n]*:\n(.+)", re.IGNORECASE | re.DOTALL)
+_RUN = re.compile(r"\brun\s+`([^`]+)`", re.IGNORECASE)
 _WRITE = re.compile(r"\bwrite\s+([\w./-]+)\s+saying\s+([^.”\"\n]+)", re.IGNORECASE)
 INTERVIEW_QUESTIONS = [
     {"question": "Which language should the example use?", "options": ["Python", "Rust", "Go"]},
@@ -107,6 +108,8 @@ def _tool_call_for(prompt: str, position: int) -> ToolCallRequest | None:
     if match := _REVISE_PLAN.search(prompt):
         body = f"## Changes asked for in review\n\n{match.group(2).strip()}\n"
         return ToolCallRequest(f"call-{position}", "revise_plan", {"plan_id": match.group(1), "body": body})
+    if match := _RUN.search(prompt):
+        return ToolCallRequest(f"call-{position}", "run_command", {"command": match.group(1)})
     if match := _WRITE.search(prompt):
         content = match.group(2).strip() + "\n"
         return ToolCallRequest(f"call-{position}", "write_file", {"path": match.group(1), "content": content})
@@ -120,7 +123,7 @@ def _tool_call_for(prompt: str, position: int) -> ToolCallRequest | None:
 def _reply(prompt: str, last: ChatMessage, messages: tuple[ChatMessage, ...]) -> str:
     if last.role == "tool" and _tool_name(messages, last.tool_call_id) == "user_interview":
         return _interview_reply(last.text)
-    if last.role == "tool" and _tool_name(messages, last.tool_call_id) == "write_file":
+    if last.role == "tool" and _tool_name(messages, last.tool_call_id) == "write_file" and last.text.startswith("Wrote "):
         return f"{last.text}. The work is complete and every test passes."  # a claim: validation decides
     if last.role == "tool" and _tool_name(messages, last.tool_call_id) in ("write_plan", "revise_plan"):
         return f"{last.text}."  # the saved Plan has a message of its own; this is the model's word on it

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,8 @@ from ..core.models import (
 )
 from ..core.runtime import Ask, Emit, TurnRequest, TurnResult
 from ..core.steering import SteeringInbox
-from ..core.tools import Tool, ToolContext, ToolError
+from ..core.tool_gate import TurnPermit
+from ..core.tools import COMMAND_TIMEOUT, Tool, ToolContext, ToolError
 
 MAX_TOOL_ROUNDS = 16
 
@@ -47,6 +49,8 @@ class NativeRuntime:
             ask=request.ask,
             steering=request.steering,
             voice=request.voice,
+            permit=request.permit,
+            command_timeout=request.command_timeout,
         )
         return await runner.run(request.history, request.prompt)
 
@@ -69,6 +73,8 @@ class TurnRunner:
     voice: str = ""
     """Shown before each run of the model's words (after a tool call, say) to mark them as its own."""
     _speaking: bool = field(default=False, init=False)
+    permit: TurnPermit | None = None
+    command_timeout: float = COMMAND_TIMEOUT
 
     async def run(self, history: Sequence[ChatMessage], prompt: str) -> TurnResult:
         """Run until the model stops calling tools and no steered input waits. Partial output stays in `result` if cancelled."""
@@ -139,7 +145,7 @@ class TurnRunner:
         await self.emit(ToolProgress(call.call_id, title, kind, "pending", call.arguments, started=True))
         await self.emit(ToolProgress(call.call_id, title, kind, "in_progress"))
         status, output = "completed", ""
-        context = ToolContext(self.session_id, self.cwd, self._asker(call.call_id))
+        context = self._context(call.call_id, title, kind)
         try:
             if tool is None:
                 raise ToolError(f"unknown tool {call.name!r}")
@@ -150,6 +156,15 @@ class TurnRunner:
         for event in context.shown:
             await self.emit(event)
         return output
+
+    def _context(self, call_id: str, title: str, kind: str) -> ToolContext:
+        """What the tool call ``call_id`` works with; its output so far is streamed as the call's progress."""
+
+        async def progress(output: str) -> None:
+            await self.emit(ToolProgress(call_id, title, kind, "in_progress", output=output))
+
+        permit = None if self.permit is None else functools.partial(self.permit, call_id=call_id)
+        return ToolContext(self.session_id, self.cwd, self._asker(call_id), permit, progress, self.command_timeout)
 
     def _asker(self, call_id: str) -> Callable[[Question], Awaitable[Outcome]] | None:
         """How the tool call ``call_id`` asks the user, if this turn can ask."""
