@@ -8,8 +8,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import ConfigError, Settings
@@ -23,6 +24,7 @@ from .core.plans import PlanBook
 from .core.reviews import ReviewHub
 from .core.sessions import SessionHost
 from .core.store import Store
+from .core.tool_servers import StdioServerSpec, ToolServers
 from .core.tools import WORKTREE_TOOLS
 from .host import PluginHost, load_plugins
 from .plugins import workflow
@@ -33,6 +35,13 @@ if TYPE_CHECKING:
     from acp.connection import StreamEvent
 
     from .acp.client import AgentEndpoint, BridgeClient, Connected
+
+
+async def start_mcp_servers(specs: Sequence[StdioServerSpec], cwd: Path) -> ToolServers:
+    """A client's stdio MCP servers; the ``mcp`` SDK is imported only when a client brings one."""
+    from .runtimes.mcp_servers import start_mcp_servers as start
+
+    return await start(specs, cwd)
 
 
 def build_catalog(settings: Settings, plugins: PluginHost) -> ModelCatalog:
@@ -94,6 +103,7 @@ class App:
                 work_tools=WORKTREE_TOOLS,
                 message_route=execution.message_route,
                 load_checks=(execution.on_load,),
+                start_tool_servers=start_mcp_servers,
             )
         except ValueError as exc:
             plugins.unbind(workflow.NAME)

@@ -46,7 +46,7 @@ from acp.schema import (
 from pydantic import BaseModel, ValidationError
 
 from ..core.catalog import UnknownChoice
-from ..core.events import Event
+from ..core.events import Event, Notice
 from ..core.interactions import Outcome, PendingQuestion
 from ..core.sessions import (
     AwaitingReply,
@@ -62,6 +62,7 @@ from ..core.steering import SteeringRejected
 from .extensions import STEERING, SteeringAnswer, steering_support_meta
 from .forms import form_outcome, form_request
 from .listing import list_sessions
+from .mcp_specs import stdio_specs
 from .menus import ChatReply, NoMatch, did_not_match, interpret, other_prompt, read_reply
 from .sdk_gaps import remember_request_ids, request_withdrawn_on_cancel
 from .transport import has_invalid_text
@@ -189,32 +190,50 @@ class AcpAgentServer:
     async def new_session(self, request: NewSessionRequest) -> NewSessionResponse:
         cwd = _checked_cwd(request.cwd)
         record = await self.host.create(cwd)
+        problems = await self._start_mcp_servers(record.id, request.mcp_servers)
         self.host.attach(record.id, self.emitter(record.id), self._forms(record.id))
         self._after_response(self._advertise_commands(record.id))
+        self._after_response(self._tell(record.id, problems))
         return NewSessionResponse(session_id=record.id, config_options=record_options(self.host.models, record))
 
     async def load_session(self, request: LoadSessionRequest) -> LoadSessionResponse:
-        return LoadSessionResponse(config_options=await self._reopen(request.session_id, request.cwd, replay=True))
+        options = await self._reopen(request.session_id, request.cwd, request.mcp_servers, replay=True)
+        return LoadSessionResponse(config_options=options)
 
     async def resume_session(self, request: ResumeSessionRequest) -> ResumeSessionResponse:
         """Like ``session/load``, without replaying the conversation: the client shows what it already has."""
-        return ResumeSessionResponse(config_options=await self._reopen(request.session_id, request.cwd, replay=False))
+        options = await self._reopen(request.session_id, request.cwd, request.mcp_servers, replay=False)
+        return ResumeSessionResponse(config_options=options)
 
     async def list_sessions(self, request: ListSessionsRequest) -> ListSessionsResponse:
         return await list_sessions(self.host.store.sessions, request)
 
-    async def _reopen(self, session_id: str, cwd: str, *, replay: bool) -> list[Any]:
-        """Open a stored Session for this client (replaying its history first if asked) and attend to it."""
+    async def _reopen(self, session_id: str, cwd: str, mcp_servers: list[Any] | None, *, replay: bool) -> list[Any]:
+        """Open a stored Session for this client with its MCP servers (replaying its history first if asked) and
+        attend to it."""
         _checked_cwd(cwd)
         await self._open(session_id)
+        problems = await self._start_mcp_servers(session_id, mcp_servers)
         record = await self.host.get(session_id)  # fresh: another process may have changed it
         emit = self.emitter(record.id)
         if replay:
             for event in await self.host.history(record.id):
                 await emit(event)
         self._after_response(self._advertise_commands(record.id))
+        self._after_response(self._tell(record.id, problems))
         self._after_response(self.host.attend(record.id, emit, self._forms(record.id)))
         return record_options(self.host.models, record)
+
+    async def _start_mcp_servers(self, session_id: str, servers: list[Any] | None) -> list[str]:
+        """Start the client's stdio MCP servers for the Session; what could not be used, in words."""
+        specs, refused = stdio_specs(servers)
+        return [*refused, *await self.host.use_tool_servers(session_id, specs)]
+
+    async def _tell(self, session_id: str, problems: list[str]) -> None:
+        """Warn the client about each problem, as a notice."""
+        emit = self.emitter(session_id)
+        for problem in problems:
+            await emit(Notice(problem, "warning"))
 
     async def prompt(self, request: PromptRequest) -> PromptResponse:
         """A prompt runs a turn, unless a chat question waits: then it is the reply to that question."""
@@ -319,6 +338,7 @@ class AcpAgentServer:
             await self.host.archive(request.session_id)
         except SessionNotFound:
             pass
+        await self.host.close(request.session_id)
         return DeleteSessionResponse()
 
     async def set_config_option(self, request: SetSessionConfigOptionSelectRequest) -> SetSessionConfigOptionResponse:

@@ -16,6 +16,8 @@ from .records import SessionRecord
 from .runtime import Emit
 from .steering import SteeringInbox
 from .store.sessions import SessionRepository
+from .tool_servers import ToolServers
+from .tools import Tool
 from .transcript import TurnJournal
 
 FormAsker = Callable[[PendingQuestion], Awaitable[Outcome]]
@@ -67,6 +69,17 @@ class LiveSession:
     follow_ups: set[asyncio.Task[None]] = field(default_factory=set)  # turns the Session will start itself
     own_turn: bool = False  # the running turn is one the Session started itself
     journal: TurnJournal | None = None  # writes the running turn to the transcript as it goes
+    tool_servers: ToolServers | None = None  # the tool servers its client brought, running while it is live
+
+    @property
+    def client_tools(self) -> tuple[Tool, ...]:
+        """The tools of the servers its client brought."""
+        return self.tool_servers.tools if self.tool_servers is not None else ()
+
+    async def stop_tool_servers(self) -> None:
+        servers, self.tool_servers = self.tool_servers, None
+        if servers is not None:
+            await servers.aclose()
 
     @property
     def busy(self) -> bool:

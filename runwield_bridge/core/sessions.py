@@ -27,6 +27,7 @@ from .scheduler import AwaitingReply, PromptResult, TurnScheduler
 from .selection import Selector
 from .steering import INJECTED, NO_RUNNING_TURN, QUESTION_PENDING, SteeringRejected, SteeringResult
 from .store import Store
+from .tool_servers import StartToolServers, StdioServerSpec
 from .tools import Tool
 from .turn import MessageRoute, TurnExecutor, TurnParts
 
@@ -78,6 +79,7 @@ class SessionHost:
         work_tools: Sequence[Tool] = (),
         message_route: MessageRoute | None = None,
         load_checks: Sequence[LoadCheck] = (),
+        start_tool_servers: StartToolServers | None = None,
     ) -> None:
         models.info(default_model)
         agent_profile(default_agent)
@@ -90,6 +92,7 @@ class SessionHost:
         self.metrics = metrics or WorkflowMetrics(None)
         self.broker = InteractionBroker(question_timeout, self.metrics)
         self.load_checks = tuple(load_checks)
+        self.start_tool_servers = start_tool_servers
         self.registry = SessionRegistry(store.sessions, state_dir / "locks")
         self.recorder = TranscriptRecorder(store.sessions)
         self.selector = Selector(store.sessions, models, self.metrics)
@@ -211,13 +214,26 @@ class SessionHost:
         if (live := self.registry.find(session_id)) is not None:
             await self.scheduler.cancel(live)
 
+    async def use_tool_servers(self, session_id: str, specs: Sequence[StdioServerSpec]) -> tuple[str, ...]:
+        """Run the tool servers the Session's client brought (instead of any it brought before) while the Session
+        is live; returns, in words, the servers that cannot be used."""
+        live = await self.registry.open(session_id)
+        await live.stop_tool_servers()
+        if not specs:
+            return ()
+        if self.start_tool_servers is None:
+            return tuple(f"Tool server {spec.name!r} was not started: this Session Host runs none." for spec in specs)
+        live.tool_servers = await self.start_tool_servers(specs, Path(live.record.cwd))
+        return live.tool_servers.problems
+
     async def close(self, session_id: str) -> None:
-        """Release live resources; stored state, archive flag included, is untouched."""
+        """Release live resources (the client's tool servers stop); stored state, archive flag included, is untouched."""
         await self.cancel(session_id)
         live = self.registry.remove(session_id)
         if live is not None:
             self.scheduler.drop(live)
             live.lock.release()
+            await live.stop_tool_servers()
 
     async def archive(self, session_id: str, archived: bool = True) -> SessionRecord:
         await self.get(session_id)

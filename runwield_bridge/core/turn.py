@@ -163,7 +163,7 @@ class TurnExecutor:
             session=record,
             prompt=prompt,
             history=history,
-            tools=self.parts.tools if tools is None else tools,
+            tools=(*(self.parts.tools if tools is None else tools), *live.client_tools),
             cwd=cwd or Path(record.cwd),
             instructions=agent_profile(record.agent).instructions,
             emit=self._observed(live),
