@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .background import BackgroundTasks
 from .events import Event, QuestionAsked, ToolProgress
 from .interactions import Outcome, PendingQuestion
 from .locks import WriterLock
@@ -69,6 +70,7 @@ class LiveSession:
     follow_ups: set[asyncio.Task[None]] = field(default_factory=set)  # turns the Session will start itself
     own_turn: bool = False  # the running turn is one the Session started itself
     journal: TurnJournal | None = None  # writes the running turn to the transcript as it goes
+    background: BackgroundTasks | None = None  # work its tools started that outlives their turns
     tool_servers: ToolServers | None = None  # the tool servers its client brought, running while it is live
 
     @property

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from .background import StartBackground
 from .events import Event
 from .interactions import Outcome, Question
 from .models import ChatMessage
@@ -54,7 +55,8 @@ class TurnRequest:
     ``session`` names the selection (model, reasoning level, Agent) and the cost so far; ``history`` is the
     conversation before ``prompt``; ``tools`` work in ``cwd``; ``emit`` sends the core's typed events
     (message chunks, thoughts, tool progress, usage); ``ask`` puts a question to the user; ``steering``
-    holds input the user adds while the turn runs, to be taken before the next model request.
+    holds input the user adds while the turn runs, to be taken before the next model request; ``background``
+    starts a tool's work that outlives the turn (``ToolContext.start_background``).
     """
 
     session: SessionRecord
@@ -67,6 +69,7 @@ class TurnRequest:
     ask: Ask
     steering: SteeringInbox
     result: TurnResult
+    background: StartBackground | None = None
 
 
 class Runtime(Protocol):

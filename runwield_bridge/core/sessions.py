@@ -9,6 +9,7 @@ here only checks the request and hands it to those parts.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
@@ -210,8 +211,11 @@ class SessionHost:
         return [c for c in self.commands.commands(record.cwd) if c.advertised]
 
     async def cancel(self, session_id: str) -> None:
-        """Stop the running turn, if any, and return once it has settled."""
+        """Stop the Session's background tasks (no late result follows) and the running turn, if any; return once
+        it has settled."""
         if (live := self.registry.find(session_id)) is not None:
+            if live.background is not None:
+                live.background.cancel()
             await self.scheduler.cancel(live)
 
     async def use_tool_servers(self, session_id: str, specs: Sequence[StdioServerSpec]) -> tuple[str, ...]:
@@ -263,7 +267,7 @@ class SessionHost:
         for session_id in self.registry.ids():
             await self.close(session_id)
 
-    def _follow_up(self, session_id: str, command: Command, args: str, after: Awaitable[Any] | None) -> None:
+    def _follow_up(self, session_id: str, command: Command, args: str, after: Awaitable[Any] | None) -> asyncio.Task[None]:
         """Once ``after`` completes (a review decided), run ``command`` as the Session's own turn when no turn runs;
         it streams to the client the Session follows. Closing the Session drops it."""
         live = self.registry.find(session_id)
@@ -273,7 +277,7 @@ class SessionHost:
         def work() -> Coroutine[Any, Any, TurnSettled]:
             return self.turns.run(live, None, invocation)
 
-        self.scheduler.follow_up(live, work, after, name=f"{session_id}:{command.name}")
+        return self.scheduler.follow_up(live, work, after, name=f"{session_id}:{command.name}")
 
     async def _ready(self, session_id: str) -> LiveSession:
         """The live Session, once a cancelled turn has settled and a turn it started itself has stopped."""

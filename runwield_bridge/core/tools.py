@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .background import BackgroundWork, StartBackground
 from .interactions import Outcome, Question
 from .models import ToolSpec
 
@@ -15,11 +16,20 @@ MAX_READ_BYTES = 64 * 1024
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """Where a tool runs, and how it asks the user a question (None where nobody can be asked)."""
+    """Where a tool runs, how it asks the user a question (None where nobody can be asked), and how it starts
+    work that outlives the turn (None where it cannot)."""
 
     session_id: str
     cwd: Path
     ask: Callable[[Question], Awaitable[Outcome]] | None = None
+    background: StartBackground | None = None
+
+    def start_background(self, work: BackgroundWork, title: str) -> str:
+        """Run ``work`` after the turn ends; its result comes back as a new turn of the Session. Returns the task id."""
+        if self.background is None:
+            work.close()
+            raise ToolError("background tasks cannot be started here")
+        return self.background(work, title)
 
 
 ToolFunc = Callable[[dict[str, Any], ToolContext], Awaitable[str]]

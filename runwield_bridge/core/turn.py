@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..redaction import redact
+from .background import BackgroundTasks, result_command
 from .catalog import ModelCatalog, agent_profile
 from .commands import Command, CommandContext, CommandRegistry, Invocation
 from .events import Event, MessageChunk, Notice, PlanLink, ToolProgress, TurnSettled
@@ -29,7 +30,7 @@ from .transcript import TurnJournal
 log = logging.getLogger(__name__)
 MessageRoute = Callable[[SessionRecord], Awaitable[Command | None]]
 """The command that takes a Session's plain messages instead of the model (a Pair Execution), if any."""
-FollowUp = Callable[[str, Command, str, Awaitable[Any] | None], None]
+FollowUp = Callable[[str, Command, str, Awaitable[Any] | None], "asyncio.Task[None]"]
 UNSETTLED_NOTICE = {
     "expired": "The question expired without an answer; nothing was chosen.",
     "failed": "The question could not be asked ({reason}); nothing was chosen.",
@@ -170,11 +171,23 @@ class TurnExecutor:
             ask=lambda question, call_id: self._ask(live, question, call_id),
             steering=live.steering,
             result=result,
+            background=self._background(live).start,
         )
         try:
             await self.parts.runtime.run_turn(request)
         finally:
             live.steering = None  # from here on, steered input would be lost: it is refused instead
+
+    def _background(self, live: LiveSession) -> BackgroundTasks:
+        """The Session's background tasks; each result comes back as the Session's own turn."""
+        if live.background is None:
+            session_id = live.record.id
+
+            def deliver(title: str, output: str) -> asyncio.Task[None]:
+                return self.parts.follow_up(session_id, result_command(title, output), "", None)
+
+            live.background = BackgroundTasks(deliver)
+        return live.background
 
     def _observed(self, live: LiveSession) -> Emit:
         """The live Session's emit, recording each finished tool call in the workflow metrics."""

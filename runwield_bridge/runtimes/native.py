@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.background import StartBackground
 from ..core.catalog import ModelCatalog
 from ..core.events import MessageChunk, Thought, ToolProgress, Usage, UserMessage
 from ..core.interactions import Outcome, Question
@@ -46,6 +47,7 @@ class NativeRuntime:
             instructions=request.instructions,
             ask=request.ask,
             steering=request.steering,
+            background=request.background,
         )
         return await runner.run(request.history, request.prompt)
 
@@ -65,6 +67,7 @@ class TurnRunner:
     instructions: str = ""
     ask: Ask | None = None
     steering: SteeringInbox = field(default_factory=SteeringInbox)
+    background: StartBackground | None = None
 
     async def run(self, history: Sequence[ChatMessage], prompt: str) -> TurnResult:
         """Run until the model stops calling tools and no steered input waits. Partial output stays in `result` if cancelled."""
@@ -130,7 +133,7 @@ class TurnRunner:
         try:
             if tool is None:
                 raise ToolError(f"unknown tool {call.name!r}")
-            output = await tool.run(call.arguments, ToolContext(self.session_id, self.cwd, self._asker(call.call_id)))
+            output = await tool.run(call.arguments, ToolContext(self.session_id, self.cwd, self._asker(call.call_id), self.background))
         except ToolError as exc:
             status, output = "failed", str(exc)
         await self.emit(ToolProgress(call.call_id, title, kind, status, output=output))
