@@ -26,6 +26,7 @@ from .core.sessions import SessionHost
 from .core.store import Store
 from .core.tool_servers import StdioServerSpec, ToolServers
 from .core.tools import WORKTREE_TOOLS
+from .core.vision import Attachments, Vision
 from .host import PluginHost, load_plugins
 from .plugins import workflow
 from .runtimes.native import NativeRuntime
@@ -42,6 +43,20 @@ async def start_mcp_servers(specs: Sequence[StdioServerSpec], cwd: Path) -> Tool
     from .runtimes.mcp_servers import start_mcp_servers as start
 
     return await start(specs, cwd)
+
+
+def checked_fallback(settings: Settings, catalog: ModelCatalog) -> str | None:
+    """``[sessions] vision_fallback``: a known model that sees images, or a configuration error."""
+    name = settings.sessions.vision_fallback
+    if name is None:
+        return None
+    try:
+        info = catalog.info(name)
+    except ValueError as exc:
+        raise ConfigError(f"sessions.vision_fallback: {exc}") from None
+    if not info.vision:
+        raise ConfigError(f"sessions.vision_fallback: the model {name!r} cannot see images (set vision = true in [models.{name}])")
+    return name
 
 
 def build_catalog(settings: Settings, plugins: PluginHost) -> ModelCatalog:
@@ -80,6 +95,7 @@ class App:
                 check(getattr(settings.sessions, key))
             except ValueError as exc:  # before anything is created: a configuration error changes nothing
                 raise ConfigError(f"sessions.{key}: {exc}") from None
+        vision = Vision(catalog, Attachments(settings.state_dir / "attachments"), checked_fallback(settings, catalog))
         store = await Store.open(settings.db_url)
         plans = PlanBook(store, settings.state_dir)
         reviews = ReviewHub(store, plans)
@@ -104,6 +120,7 @@ class App:
                 message_route=execution.message_route,
                 load_checks=(execution.on_load,),
                 start_tool_servers=start_mcp_servers,
+                vision=vision,
             )
         except ValueError as exc:
             plugins.unbind(workflow.NAME)

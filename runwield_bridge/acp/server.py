@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import functools
 import logging
 import os
@@ -51,6 +53,8 @@ from ..core.interactions import Outcome, PendingQuestion
 from ..core.sessions import (
     AwaitingReply,
     FormAsker,
+    Image,
+    ImagesUnsupported,
     PromptResult,
     QuestionPending,
     SessionBusy,
@@ -173,7 +177,7 @@ class AcpAgentServer:
             protocol_version=PROTOCOL_VERSION,  # the only version we speak, whatever was asked
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                prompt_capabilities=PromptCapabilities(image=self.host.accepts_images, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=False, sse=False),
                 session_capabilities=sessions,
             ),
@@ -242,9 +246,12 @@ class AcpAgentServer:
         reply = read_reply(request.prompt)
         if (pending := await self.host.waiting_question(session_id)) is not None:
             return await self._answer(pending, reply)
-        text = reply.command or prompt_text(request.prompt)
+        images = prompt_images(request.prompt)
+        text = reply.command or prompt_text(request.prompt, with_images=bool(images))
         try:
-            result = await self.host.prompt(session_id, text, self.emitter(session_id), forms=self._forms(session_id))
+            result = await self.host.prompt(session_id, text, self.emitter(session_id), forms=self._forms(session_id), images=images)
+        except ImagesUnsupported as exc:
+            raise RequestError.invalid_params({"sessionId": session_id, "details": str(exc)}) from None
         except (SessionBusy, QuestionPending) as exc:
             reason = "busy" if isinstance(exc, SessionBusy) else "questionPending"
             raise _busy(session_id, str(exc), reason, prompt=text) from None
@@ -394,11 +401,26 @@ def _stop_reason(result: PromptResult, session_id: str) -> PromptResponse:
     return PromptResponse(stop_reason=result.stop_reason)
 
 
-def prompt_text(blocks: list[Any]) -> str:
-    """The prompt as text: text blocks as they are, resource links and embedded text resources by reference."""
+def prompt_images(blocks: list[Any]) -> list[Image]:
+    """The prompt's image blocks, decoded; undecodable data is invalid params."""
+    images: list[Image] = []
+    for block in blocks:
+        if getattr(block, "type", None) == "image":
+            try:
+                images.append(Image(base64.b64decode(block.data, validate=True), block.mime_type))
+            except binascii.Error:
+                raise RequestError.invalid_params({"details": "an image block's data is not valid base64"}) from None
+    return images
+
+
+def prompt_text(blocks: list[Any], *, with_images: bool = False) -> str:
+    """The prompt as text: text blocks as they are, resource links and embedded text resources by reference;
+    ``with_images``: image blocks are taken apart (``prompt_images``) and the text may be empty."""
     parts: list[str] = []
     for block in blocks:
         kind = getattr(block, "type", None)
+        if kind == "image" and with_images:
+            continue
         if kind == "text":
             parts.append(block.text)
         elif kind == "resource_link":
@@ -408,7 +430,7 @@ def prompt_text(blocks: list[Any]) -> str:
         else:
             raise RequestError.invalid_params({"details": f"prompt content of type {kind!r} is not supported"})
     text = "\n".join(parts)
-    if not text.strip():
+    if not text.strip() and not with_images:
         raise RequestError.invalid_params({"details": "the prompt is empty"})
     return text
 

@@ -19,7 +19,7 @@ from typing import Protocol
 from .background import StartBackground
 from .events import Event
 from .interactions import Outcome, Question
-from .models import ChatMessage
+from .models import ChatMessage, Image
 from .records import SessionRecord
 from .steering import SteeringInbox
 from .tools import Tool
@@ -70,6 +70,7 @@ class TurnRequest:
     steering: SteeringInbox
     result: TurnResult
     background: StartBackground | None = None
+    images: tuple[Image, ...] = ()  # the prompt's images, for a model that sees them
 
 
 class Runtime(Protocol):

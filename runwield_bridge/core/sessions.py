@@ -30,11 +30,14 @@ from .steering import INJECTED, NO_RUNNING_TURN, QUESTION_PENDING, SteeringRejec
 from .store import Store
 from .tool_servers import StartToolServers, StdioServerSpec
 from .tools import Tool
+from .vision import Image, ImagesUnsupported, Vision
 from .turn import MessageRoute, TurnExecutor, TurnParts
 
 __all__ = [
     "AwaitingReply",
     "Emit",
+    "Image",
+    "ImagesUnsupported",
     "FormAsker",
     "PromptResult",
     "QuestionPending",
@@ -81,6 +84,7 @@ class SessionHost:
         message_route: MessageRoute | None = None,
         load_checks: Sequence[LoadCheck] = (),
         start_tool_servers: StartToolServers | None = None,
+        vision: Vision | None = None,
     ) -> None:
         models.info(default_model)
         agent_profile(default_agent)
@@ -94,6 +98,7 @@ class SessionHost:
         self.broker = InteractionBroker(question_timeout, self.metrics)
         self.load_checks = tuple(load_checks)
         self.start_tool_servers = start_tool_servers
+        self.vision = vision
         self.registry = SessionRegistry(store.sessions, state_dir / "locks")
         self.recorder = TranscriptRecorder(store.sessions)
         self.selector = Selector(store.sessions, models, self.metrics)
@@ -112,6 +117,7 @@ class SessionHost:
                 work_tools=tuple(work_tools),
                 message_route=message_route,
                 follow_up=self._follow_up,
+                vision=vision,
             )
         )
 
@@ -156,19 +162,31 @@ class SessionHost:
             if (command := await check(session_id)) is not None:
                 self._follow_up(session_id, command, "", None)
 
-    async def prompt(self, session_id: str, text: str, emit: Emit, *, forms: FormAsker | None = None) -> PromptResult:
+    @property
+    def accepts_images(self) -> bool:
+        """Prompts may carry images: some model can see them."""
+        return self.vision is not None and self.vision.accepts_images
+
+    async def prompt(
+        self, session_id: str, text: str, emit: Emit, *, forms: FormAsker | None = None, images: Sequence[Image] = ()
+    ) -> PromptResult:
         """Run one turn: a slash command or a model turn. Questions go to ``forms`` when given, else to chat,
         where the first one ends the prompt with AwaitingReply (the turn goes on; `reply` answers it).
-        Raises SessionBusy if another turn (here or in another process) holds the writer, and
-        QuestionPending if a chat question owns this message."""
+        Raises SessionBusy if another turn (here or in another process) holds the writer,
+        QuestionPending if a chat question owns this message, and ImagesUnsupported if nothing can see its images."""
         live = await self._ready(session_id)
+        if images and self.vision is None:
+            raise ImagesUnsupported("this Session Host takes no images")
+        if self.vision is not None:
+            text, images = self.vision.prepare(session_id, live.record.model, text, images)
         if live.parked:
             raise QuestionPending(f"Session {session_id} is waiting for the answer to a question")
         if live.busy or not live.lock.try_acquire():
             raise SessionBusy(f"Session {session_id} is busy with another turn; send your message again when it ends")
         invocation = self.commands.resolve(live.record.cwd, text)
         live.follow(emit, forms)
-        self.scheduler.start(live, lambda: self.turns.run(live, text, invocation), own=False, name=f"turn:{session_id}")
+        seen = tuple(images)
+        self.scheduler.start(live, lambda: self.turns.run(live, text, invocation, seen), own=False, name=f"turn:{session_id}")
         return await self.scheduler.next_stop(live)
 
     async def waiting_question(self, session_id: str) -> PendingQuestion | None:

@@ -18,7 +18,7 @@ from .events import Event, MessageChunk, Notice, PlanLink, ToolProgress, TurnSet
 from .interactions import InteractionBroker, Outcome, Question
 from .live import LiveSession, SessionRegistry
 from .metrics import WorkflowMetrics
-from .models import ChatMessage, ModelError
+from .models import ChatMessage, Image, ModelError
 from .recorder import TranscriptRecorder
 from .records import SessionRecord
 from .runtime import Emit, Runtime, TurnRequest, TurnResult
@@ -26,6 +26,7 @@ from .selection import Selector
 from .steering import SteeringInbox
 from .tools import Tool
 from .transcript import TurnJournal
+from .vision import Vision
 
 log = logging.getLogger(__name__)
 MessageRoute = Callable[[SessionRecord], Awaitable[Command | None]]
@@ -53,6 +54,7 @@ class TurnParts:
     work_tools: tuple[Tool, ...]  # offered only to turns working in a worktree
     message_route: MessageRoute | None
     follow_up: FollowUp
+    vision: Vision | None = None  # how a text-only model sees the images of prompts (see_image)
 
 
 class TurnExecutor:
@@ -61,8 +63,11 @@ class TurnExecutor:
     def __init__(self, parts: TurnParts) -> None:
         self.parts = parts
 
-    async def run(self, live: LiveSession, text: str | None, invocation: Invocation | None) -> TurnSettled:
-        """One turn: the user's ``text`` (None for a turn the Session starts itself), a command or a runtime turn."""
+    async def run(
+        self, live: LiveSession, text: str | None, invocation: Invocation | None, images: tuple[Image, ...] = ()
+    ) -> TurnSettled:
+        """One turn: the user's ``text`` (None for a turn the Session starts itself; ``images`` for a model that sees
+        them), a command or a runtime turn."""
         parts = self.parts
         session_id = live.record.id
         result = TurnResult()
@@ -76,7 +81,7 @@ class TurnExecutor:
                 invocation = Invocation(route, route.name, text or "")
             prompt = await self._run_command(live, invocation, result) if invocation else text
             if prompt:
-                await self._run_runtime(live, history, prompt, result)
+                await self._run_runtime(live, history, prompt, result, images=() if invocation else images)
         except asyncio.CancelledError:
             asyncio.current_task().uncancel()
             settled = TurnSettled("cancelled")
@@ -156,15 +161,17 @@ class TurnExecutor:
         *,
         cwd: Path | None = None,
         tools: Sequence[Tool] | None = None,
+        images: tuple[Image, ...] = (),
     ) -> None:
         """A runtime turn on ``prompt``; its tools work in ``cwd`` (default: the Session's directory)."""
         record = live.record
+        seeing = self.parts.vision.tools_for(record.model) if self.parts.vision is not None else ()
         live.steering = SteeringInbox()
         request = TurnRequest(
             session=record,
             prompt=prompt,
             history=history,
-            tools=(*(self.parts.tools if tools is None else tools), *live.client_tools),
+            tools=(*(self.parts.tools if tools is None else tools), *live.client_tools, *seeing),
             cwd=cwd or Path(record.cwd),
             instructions=agent_profile(record.agent).instructions,
             emit=self._observed(live),
@@ -172,6 +179,7 @@ class TurnExecutor:
             steering=live.steering,
             result=result,
             background=self._background(live).start,
+            images=images,
         )
         try:
             await self.parts.runtime.run_turn(request)

@@ -13,6 +13,7 @@ from ..core.events import MessageChunk, Thought, ToolProgress, Usage, UserMessag
 from ..core.interactions import Outcome, Question
 from ..core.models import (
     ChatMessage,
+    Image,
     Model,
     ModelRequest,
     ModelUsage,
@@ -49,7 +50,7 @@ class NativeRuntime:
             steering=request.steering,
             background=request.background,
         )
-        return await runner.run(request.history, request.prompt)
+        return await runner.run(request.history, request.prompt, request.images)
 
 
 @dataclass
@@ -69,9 +70,9 @@ class TurnRunner:
     steering: SteeringInbox = field(default_factory=SteeringInbox)
     background: StartBackground | None = None
 
-    async def run(self, history: Sequence[ChatMessage], prompt: str) -> TurnResult:
+    async def run(self, history: Sequence[ChatMessage], prompt: str, images: tuple[Image, ...] = ()) -> TurnResult:
         """Run until the model stops calling tools and no steered input waits. Partial output stays in `result` if cancelled."""
-        messages = [*history, ChatMessage("user", prompt)]
+        messages = [*history, ChatMessage("user", prompt, images=images)]
         by_name = {tool.spec.name: tool for tool in self.tools}
         specs = tuple(t.spec for t in self.tools)
         for _ in range(MAX_TOOL_ROUNDS):
