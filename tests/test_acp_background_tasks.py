@@ -9,13 +9,12 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest_asyncio
-
 from acp_wire import WireClient
 from fakes.openai_api import OpenAIFake, Reply, ToolCall
 from test_acp_server import INIT, WLD, text_prompt, updates
 from test_plugins import make_distribution
 from test_providers import model_entry
+from test_providers import openai_fake as model  # noqa: F401 - the fake model fixture
 from waiting import until
 
 # A tool that starts background work: it waits for the file `release` and returns its text; cancelled, it
@@ -47,12 +46,6 @@ def register_tools(register):
     schema = {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
     register(Tool(ToolSpec("later", "Start work that finishes later", schema), "execute", later))
 '''
-
-
-@pytest_asyncio.fixture
-async def model() -> AsyncIterator[OpenAIFake]:
-    async with OpenAIFake(model="llama3.1") as fake:
-        yield fake
 
 
 @contextlib.asynccontextmanager

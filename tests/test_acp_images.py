@@ -25,15 +25,20 @@ IMAGE_BLOCK = {"type": "image", "mimeType": "image/png", "data": base64.b64encod
 
 
 @pytest_asyncio.fixture
-async def eyes() -> AsyncIterator[OpenAIFake]:
-    async with OpenAIFake(model="eyes-1") as fake:
-        yield fake
+async def fakes() -> AsyncIterator[tuple[OpenAIFake, OpenAIFake]]:
+    """A vision model's server and a text-only model's server."""
+    async with OpenAIFake(model="eyes-1") as eyes, OpenAIFake(model="words-1") as words:
+        yield eyes, words
 
 
-@pytest_asyncio.fixture
-async def words() -> AsyncIterator[OpenAIFake]:
-    async with OpenAIFake(model="words-1") as fake:
-        yield fake
+@pytest.fixture
+def eyes(fakes: tuple[OpenAIFake, OpenAIFake]) -> OpenAIFake:
+    return fakes[0]
+
+
+@pytest.fixture
+def words(fakes: tuple[OpenAIFake, OpenAIFake]) -> OpenAIFake:
+    return fakes[1]
 
 
 def config(default: str, eyes: OpenAIFake, words: OpenAIFake, fallback: str | None) -> str:

@@ -11,12 +11,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest_asyncio
-
 from acp_wire import WireClient
 from fakes.openai_api import OpenAIFake, Reply, ToolCall
 from test_acp_server import INIT, WLD, text_prompt, updates
 from test_providers import model_entry
+from test_providers import openai_fake as model  # noqa: F401 - the fake model fixture
 from waiting import until
 
 ECHO_SERVER = Path(__file__).parent / "fixtures" / "mcp" / "echo_server.py"
@@ -24,12 +23,6 @@ ECHO_SERVER = Path(__file__).parent / "fixtures" / "mcp" / "echo_server.py"
 
 def echo_server(name: str = "echo", *extra: str) -> dict[str, Any]:
     return {"name": name, "command": sys.executable, "args": [str(ECHO_SERVER), *extra], "env": []}
-
-
-@pytest_asyncio.fixture
-async def model() -> AsyncIterator[OpenAIFake]:
-    async with OpenAIFake(model="llama3.1") as fake:
-        yield fake
 
 
 @contextlib.asynccontextmanager
