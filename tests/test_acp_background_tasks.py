@@ -17,8 +17,8 @@ from test_providers import model_entry
 from test_providers import openai_fake as model  # noqa: F401 - the fake model fixture
 from waiting import until
 
-# A tool that starts background work: it waits for the file `release` and returns its text; cancelled, it
-# writes `cancelled` (so a test can know the work was stopped without waiting for something that never comes).
+# A tool that starts background work: it waits for the file `release`, writes `finished` and returns the text;
+# cancelled, it writes `cancelled` (so a test can know the work was stopped without waiting for something that never comes).
 LATER_PLUGIN = '''
 import asyncio
 from pathlib import Path
@@ -30,6 +30,7 @@ async def wait_for_release(cwd: Path) -> str:
     try:
         while not (cwd / "release").exists():
             await asyncio.sleep(0.02)
+        (cwd / "finished").write_text("yes")
         return (cwd / "release").read_text()
     except asyncio.CancelledError:
         (cwd / "cancelled").write_text("yes")
@@ -111,3 +112,24 @@ async def test_cancel_stops_the_task_and_no_late_result_follows(tmp_path: Path, 
         assert await client.call("session/prompt", text_prompt(session_id, "hi")) == {"stopReason": "end_turn"}
         assert "too late" not in shown(client, session_id) and "finished" not in shown(client, session_id)
         assert len(model.calls) == asked + 1  # only the new prompt reached the model
+
+
+async def test_a_result_never_answers_a_waiting_question(tmp_path: Path, model: OpenAIFake) -> None:
+    async with wld_acp(tmp_path, model) as client:
+        session_id = (await client.call("session/new", {"cwd": str(tmp_path), "mcpServers": []}))["sessionId"]
+        await start_task(client, model, session_id)
+        interview = {"questions": [{"question": "What name?"}]}
+        model.queue(
+            Reply(tool_calls=(ToolCall("call_2", "user_interview", interview),)),
+            Reply(text=("Thanks, Ada.",)),
+            Reply(text=("Noted the result.",)),
+        )
+        assert await client.call("session/prompt", text_prompt(session_id, "ask me")) == {"stopReason": "end_turn"}
+        assert updates(client, session_id, "tool_call_update")[-1]["status"] != "completed"  # the question waits
+        (tmp_path / "release").write_text("the answer is 42")
+        await until(lambda: (tmp_path / "finished").exists(), "the background work to finish")
+        assert await client.call("session/prompt", text_prompt(session_id, "Ada")) == {"stopReason": "end_turn"}
+        answered = model.calls_to("chat.completions")[3]["messages"][-1]
+        assert answered["role"] == "tool" and '"answer": "Ada"' in answered["content"] and "42" not in answered["content"]
+        await until(lambda: shown(client, session_id).endswith("Noted the result."), "the result turn after the answer")
+        assert shown(client, session_id).index("Thanks, Ada.") < shown(client, session_id).index("the answer is 42")
