@@ -8,8 +8,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import ConfigError, Settings
@@ -24,6 +25,8 @@ from .core.reviews import ReviewHub
 from .core.sessions import SessionHost
 from .core.store import Store
 from .core.tool_gate import ToolRules
+from .core.tool_servers import StdioServerSpec, ToolServers
+from .core.vision import Attachments, Vision
 from .host import PluginHost, load_plugins
 from .plugins import workflow
 from .runtimes.native import NativeRuntime
@@ -33,6 +36,27 @@ if TYPE_CHECKING:
     from acp.connection import StreamEvent
 
     from .acp.client import AgentEndpoint, BridgeClient, Connected
+
+
+async def start_mcp_servers(specs: Sequence[StdioServerSpec], cwd: Path) -> ToolServers:
+    """A client's stdio MCP servers; the ``mcp`` SDK is imported only when a client brings one."""
+    from .runtimes.mcp_servers import start_mcp_servers as start
+
+    return await start(specs, cwd)
+
+
+def checked_fallback(settings: Settings, catalog: ModelCatalog) -> str | None:
+    """``[sessions] vision_fallback``: a known model that sees images, or a configuration error."""
+    name = settings.sessions.vision_fallback
+    if name is None:
+        return None
+    try:
+        info = catalog.info(name)
+    except ValueError as exc:
+        raise ConfigError(f"sessions.vision_fallback: {exc}") from None
+    if not info.vision:
+        raise ConfigError(f"sessions.vision_fallback: the model {name!r} cannot see images (set vision = true in [models.{name}])")
+    return name
 
 
 def build_catalog(settings: Settings, plugins: PluginHost) -> ModelCatalog:
@@ -71,6 +95,7 @@ class App:
                 check(getattr(settings.sessions, key))
             except ValueError as exc:  # before anything is created: a configuration error changes nothing
                 raise ConfigError(f"sessions.{key}: {exc}") from None
+        vision = Vision(catalog, Attachments(settings.state_dir / "attachments"), checked_fallback(settings, catalog))
         store = await Store.open(settings.db_url)
         plans = PlanBook(store, settings.state_dir)
         reviews = ReviewHub(store, plans)
@@ -95,6 +120,8 @@ class App:
                 command_timeout=settings.tools.command_timeout,
                 message_route=execution.message_route,
                 load_checks=(execution.on_load,),
+                start_tool_servers=start_mcp_servers,
+                vision=vision,
             )
         except ValueError as exc:
             plugins.unbind(workflow.NAME)

@@ -34,6 +34,8 @@ class ModelConfig(Strict):
     api_key: str | None = None
     context_window: int | None = None
     reasoning_levels: list[str] = Field(default_factory=list)
+    vision: bool = False
+    """The model takes images in prompts."""
 
 
 class AgentConfig(Strict):
@@ -83,6 +85,8 @@ class SessionsConfig(Strict):
     model: str = "scripted"
     agent: str = "build"
     question_timeout: float = Field(default=3600.0, ge=0)
+    vision_fallback: str | None = None
+    """A vision model that text-only models ask about images through the ``see_image`` tool."""
 
 
 class Settings(Strict):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import functools
 import logging
 import os
@@ -46,11 +48,13 @@ from acp.schema import (
 from pydantic import BaseModel, ValidationError
 
 from ..core.catalog import UnknownChoice
-from ..core.events import Event
+from ..core.events import Event, Notice
 from ..core.interactions import Outcome, PendingQuestion
 from ..core.sessions import (
     AwaitingReply,
     FormAsker,
+    Image,
+    ImagesUnsupported,
     PromptResult,
     QuestionPending,
     SessionBusy,
@@ -62,6 +66,7 @@ from ..core.steering import SteeringRejected
 from .extensions import STEERING, SteeringAnswer, steering_support_meta
 from .forms import form_outcome, form_request
 from .listing import list_sessions
+from .mcp_specs import stdio_specs
 from .menus import ChatReply, NoMatch, did_not_match, interpret, other_prompt, read_reply
 from .sdk_gaps import remember_request_ids, request_withdrawn_on_cancel
 from .transport import has_invalid_text
@@ -177,7 +182,7 @@ class AcpAgentServer:
             protocol_version=PROTOCOL_VERSION,  # the only version we speak, whatever was asked
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                prompt_capabilities=PromptCapabilities(image=self.host.accepts_images, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=False, sse=False),
                 session_capabilities=sessions,
             ),
@@ -194,32 +199,50 @@ class AcpAgentServer:
     async def new_session(self, request: NewSessionRequest) -> NewSessionResponse:
         cwd = _checked_cwd(request.cwd)
         record = await self.host.create(cwd)
+        problems = await self._start_mcp_servers(record.id, request.mcp_servers)
         self.host.attach(record.id, self.emitter(record.id), self._forms(record.id))
         self._after_response(self._advertise_commands(record.id))
+        self._after_response(self._tell(record.id, problems))
         return NewSessionResponse(session_id=record.id, config_options=record_options(self.host.models, record))
 
     async def load_session(self, request: LoadSessionRequest) -> LoadSessionResponse:
-        return LoadSessionResponse(config_options=await self._reopen(request.session_id, request.cwd, replay=True))
+        options = await self._reopen(request.session_id, request.cwd, request.mcp_servers, replay=True)
+        return LoadSessionResponse(config_options=options)
 
     async def resume_session(self, request: ResumeSessionRequest) -> ResumeSessionResponse:
         """Like ``session/load``, without replaying the conversation: the client shows what it already has."""
-        return ResumeSessionResponse(config_options=await self._reopen(request.session_id, request.cwd, replay=False))
+        options = await self._reopen(request.session_id, request.cwd, request.mcp_servers, replay=False)
+        return ResumeSessionResponse(config_options=options)
 
     async def list_sessions(self, request: ListSessionsRequest) -> ListSessionsResponse:
         return await list_sessions(self.host.store.sessions, request)
 
-    async def _reopen(self, session_id: str, cwd: str, *, replay: bool) -> list[Any]:
-        """Open a stored Session for this client (replaying its history first if asked) and attend to it."""
+    async def _reopen(self, session_id: str, cwd: str, mcp_servers: list[Any] | None, *, replay: bool) -> list[Any]:
+        """Open a stored Session for this client with its MCP servers (replaying its history first if asked) and
+        attend to it."""
         _checked_cwd(cwd)
         await self._open(session_id)
+        problems = await self._start_mcp_servers(session_id, mcp_servers)
         record = await self.host.get(session_id)  # fresh: another process may have changed it
         emit = self.emitter(record.id)
         if replay:
             for event in await self.host.history(record.id):
                 await emit(event)
         self._after_response(self._advertise_commands(record.id))
+        self._after_response(self._tell(record.id, problems))
         self._after_response(self.host.attend(record.id, emit, self._forms(record.id)))
         return record_options(self.host.models, record)
+
+    async def _start_mcp_servers(self, session_id: str, servers: list[Any] | None) -> list[str]:
+        """Start the client's stdio MCP servers for the Session; what could not be used, in words."""
+        specs, refused = stdio_specs(servers)
+        return [*refused, *await self.host.use_tool_servers(session_id, specs)]
+
+    async def _tell(self, session_id: str, problems: list[str]) -> None:
+        """Warn the client about each problem, as a notice."""
+        emit = self.emitter(session_id)
+        for problem in problems:
+            await emit(Notice(problem, "warning"))
 
     async def prompt(self, request: PromptRequest) -> PromptResponse:
         """A prompt runs a turn, unless a chat question waits: then it is the reply to that question."""
@@ -228,9 +251,12 @@ class AcpAgentServer:
         reply = read_reply(request.prompt)
         if (pending := await self.host.waiting_question(session_id)) is not None:
             return await self._answer(pending, reply)
-        text = reply.command or prompt_text(request.prompt)
+        images = prompt_images(request.prompt)
+        text = reply.command or prompt_text(request.prompt, with_images=bool(images))
         try:
-            result = await self.host.prompt(session_id, text, self.emitter(session_id), forms=self._forms(session_id))
+            result = await self.host.prompt(session_id, text, self.emitter(session_id), forms=self._forms(session_id), images=images)
+        except ImagesUnsupported as exc:
+            raise RequestError.invalid_params({"sessionId": session_id, "details": str(exc)}) from None
         except (SessionBusy, QuestionPending) as exc:
             reason = "busy" if isinstance(exc, SessionBusy) else "questionPending"
             raise _busy(session_id, str(exc), reason, prompt=text) from None
@@ -324,6 +350,7 @@ class AcpAgentServer:
             await self.host.archive(request.session_id)
         except SessionNotFound:
             pass
+        await self.host.close(request.session_id)
         return DeleteSessionResponse()
 
     async def set_config_option(self, request: SetSessionConfigOptionSelectRequest) -> SetSessionConfigOptionResponse:
@@ -379,11 +406,26 @@ def _stop_reason(result: PromptResult, session_id: str) -> PromptResponse:
     return PromptResponse(stop_reason=result.stop_reason)
 
 
-def prompt_text(blocks: list[Any]) -> str:
-    """The prompt as text: text blocks as they are, resource links and embedded text resources by reference."""
+def prompt_images(blocks: list[Any]) -> list[Image]:
+    """The prompt's image blocks, decoded; undecodable data is invalid params."""
+    images: list[Image] = []
+    for block in blocks:
+        if getattr(block, "type", None) == "image":
+            try:
+                images.append(Image(base64.b64decode(block.data, validate=True), block.mime_type))
+            except binascii.Error:
+                raise RequestError.invalid_params({"details": "an image block's data is not valid base64"}) from None
+    return images
+
+
+def prompt_text(blocks: list[Any], *, with_images: bool = False) -> str:
+    """The prompt as text: text blocks as they are, resource links and embedded text resources by reference;
+    ``with_images``: image blocks are taken apart (``prompt_images``) and the text may be empty."""
     parts: list[str] = []
     for block in blocks:
         kind = getattr(block, "type", None)
+        if kind == "image" and with_images:
+            continue
         if kind == "text":
             parts.append(block.text)
         elif kind == "resource_link":
@@ -393,7 +435,7 @@ def prompt_text(blocks: list[Any]) -> str:
         else:
             raise RequestError.invalid_params({"details": f"prompt content of type {kind!r} is not supported"})
     text = "\n".join(parts)
-    if not text.strip():
+    if not text.strip() and not with_images:
         raise RequestError.invalid_params({"details": "the prompt is empty"})
     return text
 

@@ -53,6 +53,7 @@ def model_info(name: str, entry: Any, default_window: int | None) -> ModelInfo:
         reasoning_levels=levels,
         default_reasoning=levels[len(levels) // 2] if levels else None,
         context_window=entry.context_window or default_window,
+        vision=bool(getattr(entry, "vision", False)),
     )
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .background import BackgroundTasks
 from .events import Event, QuestionAsked, ToolProgress
 from .interactions import Outcome, PendingQuestion
 from .locks import WriterLock
@@ -16,6 +17,8 @@ from .records import SessionRecord
 from .runtime import Emit
 from .steering import SteeringInbox
 from .store.sessions import SessionRepository
+from .tool_servers import ToolServers
+from .tools import Tool
 from .transcript import TurnJournal
 
 FormAsker = Callable[[PendingQuestion], Awaitable[Outcome]]
@@ -67,6 +70,18 @@ class LiveSession:
     follow_ups: set[asyncio.Task[None]] = field(default_factory=set)  # turns the Session will start itself
     own_turn: bool = False  # the running turn is one the Session started itself
     journal: TurnJournal | None = None  # writes the running turn to the transcript as it goes
+    background: BackgroundTasks | None = None  # work its tools started that outlives their turns
+    tool_servers: ToolServers | None = None  # the tool servers its client brought, running while it is live
+
+    @property
+    def client_tools(self) -> tuple[Tool, ...]:
+        """The tools of the servers its client brought."""
+        return self.tool_servers.tools if self.tool_servers is not None else ()
+
+    async def stop_tool_servers(self) -> None:
+        servers, self.tool_servers = self.tool_servers, None
+        if servers is not None:
+            await servers.aclose()
 
     @property
     def busy(self) -> bool:

@@ -17,6 +17,7 @@ class ModelInfo:
     reasoning_levels: tuple[str, ...] = ()
     default_reasoning: str | None = None
     context_window: int | None = None
+    vision: bool = False  # takes images in prompts
 
     @property
     def reasons(self) -> bool:
@@ -24,13 +25,22 @@ class ModelInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class Image:
+    """An image in a prompt: its bytes and media type (``image/png``)."""
+
+    data: bytes
+    mime_type: str
+
+
+@dataclass(frozen=True, slots=True)
 class ChatMessage:
-    """One message of the conversation as the model sees it."""
+    """One message of the conversation as the model sees it; a user message may carry images (vision models)."""
 
     role: Literal["user", "assistant", "tool"]
     text: str
     tool_call_id: str | None = None
     tool_calls: tuple["ToolCallRequest", ...] = ()
+    images: tuple[Image, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from .background import StartBackground
 from .events import Event
-from .models import ChatMessage
+from .interactions import Outcome, Question
+from .models import ChatMessage, Image
 from .records import SessionRecord
 from .steering import SteeringInbox
 from .tool_gate import Ask, TurnPermit
@@ -56,6 +58,7 @@ class TurnRequest:
     whether a tool may change a file or run a command (asking the user when no rule or grant allows it; None
     refuses every change); ``command_timeout`` bounds a command a tool runs. ``voice``, when set, is shown before each run of the model's words
     to mark them as its own (an execution's Agent, whose claims are not the outcome).
+    ``background`` starts a tool's work that outlives the turn (``ToolContext.start_background``).
     """
 
     session: SessionRecord
@@ -71,6 +74,8 @@ class TurnRequest:
     voice: str = ""
     permit: TurnPermit | None = None
     command_timeout: float = COMMAND_TIMEOUT
+    background: StartBackground | None = None
+    images: tuple[Image, ...] = ()  # the prompt's images, for a model that sees them
 
 
 class Runtime(Protocol):

@@ -69,13 +69,14 @@ class TurnScheduler:
             live.turn.cancel()
         await asyncio.wait({live.turn})
 
-    def follow_up(self, live: LiveSession, work: TurnWork, after: Awaitable[Any] | None, name: str) -> None:
+    def follow_up(self, live: LiveSession, work: TurnWork, after: Awaitable[Any] | None, name: str) -> asyncio.Task[None]:
         """Once ``after`` completes, run ``work`` as the Session's own turn as soon as no turn runs, no question
-        waits and the writer is free. `drop` cancels what has not started."""
+        waits and the writer is free. `drop` (or cancelling the returned task) cancels it if it has not started."""
         task = asyncio.create_task(self._follow_up(live, work, after, name), name=f"follow-up:{name}")
         live.follow_ups.add(task)
         task.add_done_callback(live.follow_ups.discard)
         task.add_done_callback(_log_failure)
+        return task
 
     async def _follow_up(self, live: LiveSession, work: TurnWork, after: Awaitable[Any] | None, name: str) -> None:
         if after is not None:

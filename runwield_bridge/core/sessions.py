@@ -9,6 +9,7 @@ here only checks the request and hands it to those parts.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,12 +29,16 @@ from .selection import Selector
 from .steering import INJECTED, NO_RUNNING_TURN, QUESTION_PENDING, SteeringRejected, SteeringResult
 from .store import Store
 from .tool_gate import ToolGate, ToolRules, TranscriptGrants
+from .tool_servers import StartToolServers, StdioServerSpec
 from .tools import COMMAND_TIMEOUT, Tool
+from .vision import Image, ImagesUnsupported, Vision
 from .turn import MessageRoute, TurnExecutor, TurnParts
 
 __all__ = [
     "AwaitingReply",
     "Emit",
+    "Image",
+    "ImagesUnsupported",
     "FormAsker",
     "PromptResult",
     "QuestionPending",
@@ -80,6 +85,8 @@ class SessionHost:
         command_timeout: float = COMMAND_TIMEOUT,
         message_route: MessageRoute | None = None,
         load_checks: Sequence[LoadCheck] = (),
+        start_tool_servers: StartToolServers | None = None,
+        vision: Vision | None = None,
     ) -> None:
         models.info(default_model)
         agent_profile(default_agent)
@@ -92,6 +99,8 @@ class SessionHost:
         self.metrics = metrics or WorkflowMetrics(None)
         self.broker = InteractionBroker(question_timeout, self.metrics)
         self.load_checks = tuple(load_checks)
+        self.start_tool_servers = start_tool_servers
+        self.vision = vision
         self.registry = SessionRegistry(store.sessions, state_dir / "locks")
         self.recorder = TranscriptRecorder(store.sessions)
         self.selector = Selector(store.sessions, models, self.metrics)
@@ -111,6 +120,7 @@ class SessionHost:
                 command_timeout=command_timeout,
                 message_route=message_route,
                 follow_up=self._follow_up,
+                vision=vision,
             )
         )
 
@@ -155,19 +165,31 @@ class SessionHost:
             if (command := await check(session_id)) is not None:
                 self._follow_up(session_id, command, "", None)
 
-    async def prompt(self, session_id: str, text: str, emit: Emit, *, forms: FormAsker | None = None) -> PromptResult:
+    @property
+    def accepts_images(self) -> bool:
+        """Prompts may carry images: some model can see them."""
+        return self.vision is not None and self.vision.accepts_images
+
+    async def prompt(
+        self, session_id: str, text: str, emit: Emit, *, forms: FormAsker | None = None, images: Sequence[Image] = ()
+    ) -> PromptResult:
         """Run one turn: a slash command or a model turn. Questions go to ``forms`` when given, else to chat,
         where the first one ends the prompt with AwaitingReply (the turn goes on; `reply` answers it).
-        Raises SessionBusy if another turn (here or in another process) holds the writer, and
-        QuestionPending if a chat question owns this message."""
+        Raises SessionBusy if another turn (here or in another process) holds the writer,
+        QuestionPending if a chat question owns this message, and ImagesUnsupported if nothing can see its images."""
         live = await self._ready(session_id)
+        if images and self.vision is None:
+            raise ImagesUnsupported("this Session Host takes no images")
+        if self.vision is not None:
+            text, images = self.vision.prepare(session_id, live.record.model, text, images)
         if live.parked:
             raise QuestionPending(f"Session {session_id} is waiting for the answer to a question")
         if live.busy or not live.lock.try_acquire():
             raise SessionBusy(f"Session {session_id} is busy with another turn; send your message again when it ends")
         invocation = self.commands.resolve(live.record.cwd, text)
         live.follow(emit, forms)
-        self.scheduler.start(live, lambda: self.turns.run(live, text, invocation), own=False, name=f"turn:{session_id}")
+        seen = tuple(images)
+        self.scheduler.start(live, lambda: self.turns.run(live, text, invocation, seen), own=False, name=f"turn:{session_id}")
         return await self.scheduler.next_stop(live)
 
     async def waiting_question(self, session_id: str) -> PendingQuestion | None:
@@ -210,17 +232,33 @@ class SessionHost:
         return [c for c in self.commands.commands(record.cwd) if c.advertised]
 
     async def cancel(self, session_id: str) -> None:
-        """Stop the running turn, if any, and return once it has settled."""
+        """Stop the Session's background tasks (no late result follows) and the running turn, if any; return once
+        it has settled."""
         if (live := self.registry.find(session_id)) is not None:
+            if live.background is not None:
+                live.background.cancel()
             await self.scheduler.cancel(live)
 
+    async def use_tool_servers(self, session_id: str, specs: Sequence[StdioServerSpec]) -> tuple[str, ...]:
+        """Run the tool servers the Session's client brought (instead of any it brought before) while the Session
+        is live; returns, in words, the servers that cannot be used."""
+        live = await self.registry.open(session_id)
+        await live.stop_tool_servers()
+        if not specs:
+            return ()
+        if self.start_tool_servers is None:
+            return tuple(f"Tool server {spec.name!r} was not started: this Session Host runs none." for spec in specs)
+        live.tool_servers = await self.start_tool_servers(specs, Path(live.record.cwd))
+        return live.tool_servers.problems
+
     async def close(self, session_id: str) -> None:
-        """Release live resources; stored state, archive flag included, is untouched."""
+        """Release live resources (the client's tool servers stop); stored state, archive flag included, is untouched."""
         await self.cancel(session_id)
         live = self.registry.remove(session_id)
         if live is not None:
             self.scheduler.drop(live)
             live.lock.release()
+            await live.stop_tool_servers()
 
     async def archive(self, session_id: str, archived: bool = True) -> SessionRecord:
         await self.get(session_id)
@@ -250,7 +288,7 @@ class SessionHost:
         for session_id in self.registry.ids():
             await self.close(session_id)
 
-    def _follow_up(self, session_id: str, command: Command, args: str, after: Awaitable[Any] | None) -> None:
+    def _follow_up(self, session_id: str, command: Command, args: str, after: Awaitable[Any] | None) -> asyncio.Task[None]:
         """Once ``after`` completes (a review decided), run ``command`` as the Session's own turn when no turn runs;
         it streams to the client the Session follows. Closing the Session drops it."""
         live = self.registry.find(session_id)
@@ -260,7 +298,7 @@ class SessionHost:
         def work() -> Coroutine[Any, Any, TurnSettled]:
             return self.turns.run(live, None, invocation)
 
-        self.scheduler.follow_up(live, work, after, name=f"{session_id}:{command.name}")
+        return self.scheduler.follow_up(live, work, after, name=f"{session_id}:{command.name}")
 
     async def _ready(self, session_id: str) -> LiveSession:
         """The live Session, once a cancelled turn has settled and a turn it started itself has stopped."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .background import BackgroundWork, StartBackground
 from .events import Event
 from .interactions import Outcome, Question
 from .models import ToolSpec
@@ -18,8 +19,9 @@ COMMAND_TIMEOUT = 120.0
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     """Where a tool runs; how it asks the user a question and for permission to change files or run a command
-    (None where nobody can be asked: a change is then refused); where a long tool streams its output so far; and
-    what it shows the user once the call has ended (``shown``: a saved Plan, say)."""
+    (None where nobody can be asked: a change is then refused); where a long tool streams its output so far; what
+    it shows the user once the call has ended (``shown``: a saved Plan, say); and how it starts work that
+    outlives the turn (None where it cannot)."""
 
     session_id: str
     cwd: Path
@@ -28,6 +30,14 @@ class ToolContext:
     progress: Callable[[str], Awaitable[None]] | None = None
     command_timeout: float = COMMAND_TIMEOUT
     shown: list[Event] = field(default_factory=list)
+    background: StartBackground | None = None
+
+    def start_background(self, work: BackgroundWork, title: str) -> str:
+        """Run ``work`` after the turn ends; its result comes back as a new turn of the Session. Returns the task id."""
+        if self.background is None:
+            work.close()
+            raise ToolError("background tasks cannot be started here")
+        return self.background(work, title)
 
 
 ToolFunc = Callable[[dict[str, Any], ToolContext], Awaitable[str]]

@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from ..redaction import redact
+from .background import BackgroundTasks, result_command
 from .catalog import ModelCatalog, agent_profile
 from .commands import Command, CommandContext, CommandRegistry, Invocation
 from .events import Event, MessageChunk, Notice, PlanLink, ToolProgress, TurnSettled
 from .interactions import InteractionBroker, Outcome, Question
 from .live import LiveSession, SessionRegistry
 from .metrics import WorkflowMetrics
-from .models import ChatMessage, ModelError
+from .models import ChatMessage, Image, ModelError
 from .recorder import TranscriptRecorder
 from .records import SessionRecord
 from .runtime import Emit, Runtime, TurnRequest, TurnResult
@@ -26,11 +27,12 @@ from .steering import SteeringInbox
 from .tool_gate import WORKTREE_RULES, ToolGate
 from .tools import Tool
 from .transcript import TurnJournal
+from .vision import Vision
 
 log = logging.getLogger(__name__)
 MessageRoute = Callable[[SessionRecord], Awaitable[Command | None]]
 """The command that takes a Session's plain messages instead of the model (a Pair Execution), if any."""
-FollowUp = Callable[[str, Command, str, Awaitable[Any] | None], None]
+FollowUp = Callable[[str, Command, str, Awaitable[Any] | None], "asyncio.Task[None]"]
 AGENT_SAYS = "🤖 Agent says: "
 """Marks the words of an Agent working for a command (an execution): its claims, which are not the outcome."""
 UNSETTLED_NOTICE = {
@@ -56,6 +58,7 @@ class TurnParts:
     command_timeout: float
     message_route: MessageRoute | None
     follow_up: FollowUp
+    vision: Vision | None = None  # how a text-only model sees the images of prompts (see_image)
 
 
 class TurnExecutor:
@@ -64,8 +67,11 @@ class TurnExecutor:
     def __init__(self, parts: TurnParts) -> None:
         self.parts = parts
 
-    async def run(self, live: LiveSession, text: str | None, invocation: Invocation | None) -> TurnSettled:
-        """One turn: the user's ``text`` (None for a turn the Session starts itself), a command or a runtime turn."""
+    async def run(
+        self, live: LiveSession, text: str | None, invocation: Invocation | None, images: tuple[Image, ...] = ()
+    ) -> TurnSettled:
+        """One turn: the user's ``text`` (None for a turn the Session starts itself; ``images`` for a model that sees
+        them), a command or a runtime turn."""
         parts = self.parts
         session_id = live.record.id
         result = TurnResult()
@@ -79,7 +85,7 @@ class TurnExecutor:
                 invocation = Invocation(route, route.name, text or "")
             prompt = await self._run_command(live, invocation, result) if invocation else text
             if prompt:
-                await self._run_runtime(live, history, prompt, result)
+                await self._run_runtime(live, history, prompt, result, images=() if invocation else images)
         except asyncio.CancelledError:
             asyncio.current_task().uncancel()
             settled = TurnSettled("cancelled")
@@ -160,11 +166,13 @@ class TurnExecutor:
         cwd: Path | None = None,
         in_worktree: bool = False,
         voice: str = "",
+        images: tuple[Image, ...] = (),
     ) -> None:
         """A runtime turn on ``prompt``; its tools work in ``cwd`` (default: the Session's directory). A turn
         ``in_worktree`` carries out an approved Plan in RunWield's own worktree: it may write files there without asking.
         ``voice`` marks the model's words as its own."""
         record = live.record
+        seeing = self.parts.vision.tools_for(record.model) if self.parts.vision is not None else ()
         live.steering = SteeringInbox()
 
         async def ask(question: Question, call_id: str | None = None) -> Outcome:
@@ -174,7 +182,7 @@ class TurnExecutor:
             session=record,
             prompt=prompt,
             history=history,
-            tools=self.parts.tools,
+            tools=(*self.parts.tools, *live.client_tools, *seeing),
             cwd=cwd or Path(record.cwd),
             instructions=agent_profile(record.agent).instructions,
             emit=self._observed(live),
@@ -184,11 +192,24 @@ class TurnExecutor:
             voice=voice,
             permit=self.parts.gate.permit(record.id, ask, WORKTREE_RULES if in_worktree else None),
             command_timeout=self.parts.command_timeout,
+            background=self._background(live).start,
+            images=images,
         )
         try:
             await self.parts.runtime.run_turn(request)
         finally:
             live.steering = None  # from here on, steered input would be lost: it is refused instead
+
+    def _background(self, live: LiveSession) -> BackgroundTasks:
+        """The Session's background tasks; each result comes back as the Session's own turn."""
+        if live.background is None:
+            session_id = live.record.id
+
+            def deliver(title: str, output: str) -> asyncio.Task[None]:
+                return self.parts.follow_up(session_id, result_command(title, output), "", None)
+
+            live.background = BackgroundTasks(deliver)
+        return live.background
 
     def _observed(self, live: LiveSession) -> Emit:
         """The live Session's emit, recording each finished tool call in the workflow metrics."""

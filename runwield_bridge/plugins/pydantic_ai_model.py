@@ -86,6 +86,9 @@ def to_messages(history: Sequence[ChatMessage], instructions: str = "") -> list[
 
 
 def _request_part(message: ChatMessage, tool_names: dict[str, str]) -> pm.ModelRequestPart:
+    if message.role == "user" and message.images:
+        images = [pm.BinaryContent(data=image.data, media_type=image.mime_type) for image in message.images]
+        return pm.UserPromptPart([message.text, *images])
     if message.role == "user":
         return pm.UserPromptPart(message.text)
     call_id = message.tool_call_id or ""

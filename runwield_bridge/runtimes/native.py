@@ -8,11 +8,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.background import StartBackground
 from ..core.catalog import ModelCatalog
 from ..core.events import MessageChunk, Thought, ToolProgress, Usage, UserMessage
 from ..core.interactions import Outcome, Question
 from ..core.models import (
     ChatMessage,
+    Image,
     Model,
     ModelRequest,
     ModelUsage,
@@ -51,8 +53,9 @@ class NativeRuntime:
             voice=request.voice,
             permit=request.permit,
             command_timeout=request.command_timeout,
+            background=request.background,
         )
-        return await runner.run(request.history, request.prompt)
+        return await runner.run(request.history, request.prompt, request.images)
 
 
 @dataclass
@@ -75,10 +78,11 @@ class TurnRunner:
     _speaking: bool = field(default=False, init=False)
     permit: TurnPermit | None = None
     command_timeout: float = COMMAND_TIMEOUT
+    background: StartBackground | None = None
 
-    async def run(self, history: Sequence[ChatMessage], prompt: str) -> TurnResult:
+    async def run(self, history: Sequence[ChatMessage], prompt: str, images: tuple[Image, ...] = ()) -> TurnResult:
         """Run until the model stops calling tools and no steered input waits. Partial output stays in `result` if cancelled."""
-        messages = [*history, ChatMessage("user", prompt)]
+        messages = [*history, ChatMessage("user", prompt, images=images)]
         by_name = {tool.spec.name: tool for tool in self.tools}
         specs = tuple(t.spec for t in self.tools)
         for _ in range(MAX_TOOL_ROUNDS):
@@ -164,7 +168,15 @@ class TurnRunner:
             await self.emit(ToolProgress(call_id, title, kind, "in_progress", output=output))
 
         permit = None if self.permit is None else functools.partial(self.permit, call_id=call_id)
-        return ToolContext(self.session_id, self.cwd, self._asker(call_id), permit, progress, self.command_timeout)
+        return ToolContext(
+            self.session_id,
+            self.cwd,
+            self._asker(call_id),
+            permit=permit,
+            progress=progress,
+            command_timeout=self.command_timeout,
+            background=self.background,
+        )
 
     def _asker(self, call_id: str) -> Callable[[Question], Awaitable[Outcome]] | None:
         """How the tool call ``call_id`` asks the user, if this turn can ask."""
