@@ -41,9 +41,9 @@ def workspace_config(tmp_path: Path) -> Path:
 
 
 @contextlib.asynccontextmanager
-async def running_workspace(config: Path) -> AsyncIterator[Workspace]:
-    """`wld workspace --config CONFIG`, once it has printed its login link; stopped with Ctrl-C after."""
-    process = await WldProcess.start("workspace", "--config", str(config))
+async def running_workspace(config: Path, *args: str, env: dict[str, str] | None = None) -> AsyncIterator[Workspace]:
+    """`wld workspace --config CONFIG ARGS`, once it has printed its login link; stopped with Ctrl-C after."""
+    process = await WldProcess.start("workspace", "--config", str(config), *args, env=env)
     try:
         assert process.proc.stdout is not None
         line = b""

@@ -4,6 +4,8 @@ on the same state; logging in with a one-time link; refusals for anyone else."""
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +13,16 @@ import aiohttp
 import pytest
 from acp_socket import SocketWireClient, browser, log_in, running_workspace, workspace_config
 from acp_wire import RpcError, WireClient
+from waiting import until
 from test_acp_server import INIT, WLD, text_prompt, updates
 
 from runwield_bridge.acp.extensions import CONFLICT_CODE
+from runwield_bridge.app import App
+from runwield_bridge.config import load_settings
+from runwield_bridge.core.logins import WorkspaceLogins
 from runwield_bridge.core.store import Store
+from runwield_bridge.web.workspace import add_workspace_routes, login_url
+from wld_process import free_port, write_config
 
 
 def said(client: WireClient, session_id: str, kind: str) -> str:
@@ -169,3 +177,38 @@ async def test_hostile_frames_are_answered_and_the_connection_keeps_serving(tmp_
                 assert answer["error"]["code"] == code, (frame[:80], answer)
         async with SocketWireClient.connect(http, workspace, cookie) as client:  # and the server still serves
             assert (await client.call("initialize", INIT))["protocolVersion"] == 1
+
+
+async def test_behind_https_the_cookie_is_secure_and_only_the_public_origin_may_connect(tmp_path: Path) -> None:
+    port = free_port()
+    public = "https://wield.example"
+    config = write_config(tmp_path / "wld.toml", {"web": {"listen": f"127.0.0.1:{port}", "public_url": public}})
+    app = await App.start(load_settings(str(config)))
+    logins = WorkspaceLogins(app.store.workspace)
+    add_workspace_routes(app.review_pages.server, app.host, logins)
+    try:
+        assert await app.review_pages.base_url() == public
+        local = f"http://127.0.0.1:{port}"
+        link = login_url(local, await logins.mint_token())  # what a proxy in front of public_url passes on
+        async with browser() as http:
+            async with http.get(link, allow_redirects=False) as response:
+                cookie = response.cookies["wld_workspace"]
+            assert cookie["secure"] and cookie["httponly"] and cookie["samesite"] == "Strict"
+            with pytest.raises(aiohttp.WSServerHandshakeError) as caught:
+                await http.ws_connect(f"ws://127.0.0.1:{port}/acp", headers={"Origin": local, "Cookie": f"wld_workspace={cookie.value}"})
+            assert caught.value.status == 403
+            headers = {"Origin": public, "Cookie": f"wld_workspace={cookie.value}"}
+            async with http.ws_connect(f"ws://127.0.0.1:{port}/acp", headers=headers) as socket:
+                await socket.send_json({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT})
+                assert (await socket.receive_json(timeout=60))["result"]["protocolVersion"] == 1
+    finally:
+        await app.close()
+
+
+async def test_open_shows_the_login_link_in_the_browser(tmp_path: Path) -> None:
+    opened = tmp_path / "opened.txt"
+    record = f"import sys, pathlib; pathlib.Path({str(opened)!r}).write_text(sys.argv[1])"
+    browser_command = f"{shlex.quote(sys.executable)} -c {shlex.quote(record)} %s"
+    async with running_workspace(workspace_config(tmp_path), "--open", env={"BROWSER": browser_command}) as workspace:
+        await until(lambda: opened.exists() and opened.read_text(), "the browser to be asked to open the link")
+        assert opened.read_text() == workspace.login_url

@@ -60,7 +60,7 @@ class WorkspaceDoor:
         session = await self.logins.log_in(request.query.get("token", ""))
         if session is None:
             return refusal(401, "Login link not valid", "This login link is unknown, expired or already used. " + NOT_LOGGED_IN)
-        response = web.HTTPSeeOther(WORKSPACE_PATH, headers=SECURITY_HEADERS)
+        response = web.Response(status=303, headers={**SECURITY_HEADERS, "Location": WORKSPACE_PATH})
         response.set_cookie(
             COOKIE,
             session,
