@@ -228,3 +228,14 @@ async def test_a_login_survives_a_restart_and_an_expired_link_lets_nobody_in(tmp
         assert not await expired.is_logged_in("guessed") and not await expired.is_logged_in(None)
     finally:
         await store.close()
+
+
+async def test_one_bridge_process_serves_a_chat_and_a_browser_at_once(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "wld.toml", {"web": {"listen": "127.0.0.1:0"}, "channels": {"console": {}}})
+    async with running_workspace(config, "--workspace", command="bridge") as workspace, browser() as http:
+        cookie = await log_in(http, workspace.login_url)
+        async with SocketWireClient.connect(http, workspace, cookie) as socket:
+            await socket.call("initialize", INIT)
+            session_id = (await socket.call("session/new", {"cwd": str(tmp_path), "mcpServers": []}))["sessionId"]
+            assert (await socket.call("session/prompt", text_prompt(session_id, "from the browser")))["stopReason"] == "end_turn"
+        assert workspace.process.proc.returncode is None, "the chat bridge keeps running"
