@@ -63,7 +63,8 @@ from ..core.sessions import (
     SessionNotFound,
 )
 from ..core.steering import SteeringRejected
-from .extensions import STEERING, SteeringAnswer, steering_support_meta
+from .effects import EffectLedger
+from .extensions import NAMESPACE, REVISION, STEERING, SteeringAnswer, initialize_meta, meta_of
 from .forms import form_outcome, form_request
 from .listing import list_sessions
 from .mcp_specs import stdio_specs
@@ -116,6 +117,11 @@ class AcpAgentServer:
             "session/cancel": ("CancelNotification", CancelNotification, self.cancel),
         }
 
+    @functools.cached_property
+    def effects(self) -> EffectLedger:
+        """Mutating requests once per ``requestId``, on views that are current (``effects.py``)."""
+        return EffectLedger(self.host.store.workspace, self.host.store.sessions)
+
     def attach(self, conn: Connection) -> None:
         self.conn = conn
         remember_request_ids(conn)
@@ -152,7 +158,7 @@ class AcpAgentServer:
         task = asyncio.current_task()
         self._inflight.add(task)
         try:
-            return await handler(request)
+            return await self.effects.run(method, params, functools.partial(handler, request))
         finally:
             self._inflight.discard(task)
 
@@ -168,8 +174,12 @@ class AcpAgentServer:
 
     def emitter(self, session_id: str) -> Callable[[Event], Awaitable[None]]:
         async def emit(event: Event) -> None:
-            if (update := event_to_update(event, self.host.models)) is not None:
+            if (update := event_to_update(event, self.host.models)) is None:
+                return
+            try:
                 await self.send_update(session_id, update)
+            except ConnectionError:  # the client left (a closed WebSocket): the turn goes on, its transcript keeps it
+                log.debug("update for Session %s dropped: the client is gone", session_id)
 
         return emit
 
@@ -188,7 +198,7 @@ class AcpAgentServer:
             ),
             agent_info=Implementation(name="runwield", title="RunWield", version=version("runwield-bridge")),
             auth_methods=[],
-            field_meta=steering_support_meta(),
+            field_meta=initialize_meta(),
         )
 
     async def authenticate(self, request: AuthenticateRequest) -> dict[str, Any]:
@@ -203,16 +213,24 @@ class AcpAgentServer:
         self.host.attach(record.id, self.emitter(record.id), self._forms(record.id))
         self._after_response(self._advertise_commands(record.id))
         self._after_response(self._tell(record.id, problems))
-        return NewSessionResponse(session_id=record.id, config_options=record_options(self.host.models, record))
+        options = record_options(self.host.models, record)
+        return NewSessionResponse(session_id=record.id, config_options=options, field_meta=await self._revision_meta(record.id, request))
 
     async def load_session(self, request: LoadSessionRequest) -> LoadSessionResponse:
         options = await self._reopen(request.session_id, request.cwd, request.mcp_servers, replay=True)
-        return LoadSessionResponse(config_options=options)
+        return LoadSessionResponse(config_options=options, field_meta=await self._revision_meta(request.session_id, request))
 
     async def resume_session(self, request: ResumeSessionRequest) -> ResumeSessionResponse:
         """Like ``session/load``, without replaying the conversation: the client shows what it already has."""
         options = await self._reopen(request.session_id, request.cwd, request.mcp_servers, replay=False)
-        return ResumeSessionResponse(config_options=options)
+        return ResumeSessionResponse(config_options=options, field_meta=await self._revision_meta(request.session_id, request))
+
+    async def _revision_meta(self, session_id: str, request: BaseModel) -> dict[str, Any] | None:
+        """``_meta.runwield.revision``, the Session's transcript revision now, for a client that sent ``_meta.runwield``
+        (a Workspace client, which sends it back); ordinary clients get answers without it."""
+        if NAMESPACE not in meta_of(request):
+            return None
+        return REVISION.meta(await self.host.store.sessions.revision(session_id))
 
     async def list_sessions(self, request: ListSessionsRequest) -> ListSessionsResponse:
         return await list_sessions(self.host.store.sessions, request)
@@ -250,7 +268,7 @@ class AcpAgentServer:
         await self._open(session_id)
         reply = read_reply(request.prompt)
         if (pending := await self.host.waiting_question(session_id)) is not None:
-            return await self._answer(pending, reply)
+            return await self._with_revision(await self._answer(pending, reply), request)
         images = prompt_images(request.prompt)
         text = reply.command or prompt_text(request.prompt, with_images=bool(images))
         try:
@@ -260,7 +278,7 @@ class AcpAgentServer:
         except (SessionBusy, QuestionPending) as exc:
             reason = "busy" if isinstance(exc, SessionBusy) else "questionPending"
             raise _busy(session_id, str(exc), reason, prompt=text) from None
-        return _stop_reason(result, session_id)
+        return await self._with_revision(_stop_reason(result, session_id), request)
 
     async def _answer(self, pending: PendingQuestion, reply: ChatReply) -> PromptResponse:
         """Apply a chat reply to the waiting question: settle it (the turn goes on), or say why it did not."""
@@ -283,6 +301,11 @@ class AcpAgentServer:
             update = question_update(other_prompt(pending.question), pending.id, "other")
         await self.send_update(session_id, update)
         return PromptResponse(stop_reason="end_turn")
+
+    async def _with_revision(self, response: PromptResponse, request: PromptRequest) -> PromptResponse:
+        if (meta := await self._revision_meta(request.session_id, request)) is None:
+            return response
+        return response.model_copy(update={"field_meta": meta})
 
     async def steer(self, request: PromptRequest) -> SteeringAnswer:
         """``_session/steering``: add input to the running turn, or say that it needs an ordinary prompt."""
