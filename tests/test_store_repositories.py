@@ -1,4 +1,5 @@
-"""The store's repositories hand out plain frozen records, never its tables; and the schema is the 0.2.0 one."""
+"""The store's repositories hand out plain frozen records, never its tables, on SQLite and PostgreSQL; and the schema
+is the 0.2.0 one."""
 
 from __future__ import annotations
 
@@ -12,20 +13,30 @@ from sqlmodel import SQLModel
 from runwield_bridge.core import records
 from runwield_bridge.core.records import PlanRecord, PlanRevisionRecord, ReviewRecord
 from runwield_bridge.core.store import Store
+from runwield_bridge.core.store.migrate import HEAD
 
 SCHEMA = Path(__file__).parent / "fixtures" / "schema-0.2.0.sql"
 
 
 def schema(path: Path) -> str:
+    """The database's tables and indexes as SQL, but for Alembic's record of the version."""
     with sqlite3.connect(path) as db:
-        rows = db.execute("select type, name, sql from sqlite_master where sql is not null order by type, name").fetchall()
+        rows = db.execute(
+            "select type, name, sql from sqlite_master where sql is not null and name != 'alembic_version' order by type, name"
+        ).fetchall()
     return "\n".join(f"{sql};" for _, _, sql in rows) + "\n"
 
 
-async def test_a_new_database_has_exactly_the_0_2_0_schema(tmp_path: Path) -> None:
+def version(path: Path) -> list[str]:
+    with sqlite3.connect(path) as db:
+        return [row[0] for row in db.execute("select version_num from alembic_version")]
+
+
+async def test_a_new_database_has_exactly_the_0_2_0_schema_made_by_the_migrations(tmp_path: Path) -> None:
     store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}")
     await store.close()
     assert schema(tmp_path / "wld.db") == SCHEMA.read_text(), "the schema changes only through a migration"
+    assert version(tmp_path / "wld.db") == [HEAD]
 
 
 def test_each_table_has_a_record_with_the_same_fields() -> None:
@@ -47,8 +58,8 @@ def test_each_table_has_a_record_with_the_same_fields() -> None:
         assert [f.name for f in dataclasses.fields(record)] == list(tables[name].columns.keys()), name
 
 
-async def test_every_repository_hands_out_frozen_records_that_outlive_the_store(tmp_path: Path) -> None:
-    store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}")
+async def test_every_repository_hands_out_frozen_records_that_outlive_the_store(database_url: str, tmp_path: Path) -> None:
+    store = await Store.open(database_url)
     try:
         session = await store.sessions.create_session(cwd=str(tmp_path), agent="build", model="scripted", reasoning=None)
         await store.sessions.append_many(session.id, [("user", "hello", {})])

@@ -27,7 +27,7 @@ from .executions import ExecutionRepository
 from .plans import PlanRepository
 from .reviews import ReviewRepository
 from .sessions import Entry, SessionRepository, new_session_id
-from .tables import create_schema
+from .migrate import upgrade
 
 __all__ = [
     "Binding",
@@ -69,13 +69,17 @@ class Store:
 
     @classmethod
     async def open(cls, url: str) -> Store:
+        """The store, its database brought to the newest schema version first (see ``migrate.py``)."""
         if url.startswith("sqlite") and ":///" in url:
             path = url.split(":///", 1)[1]
             if path and path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
         store = cls(url)
-        async with store.engine.begin() as conn:
-            await conn.run_sync(create_schema)
+        try:
+            await upgrade(store.engine)
+        except BaseException:
+            await store.close()
+            raise
         return store
 
     async def close(self) -> None:
@@ -84,8 +88,8 @@ class Store:
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor = dbapi_conn.cursor()
+    cursor.execute("PRAGMA busy_timeout=10000")  # first: a process starting beside another waits for it
     cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=10000")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
