@@ -3,6 +3,7 @@ is the 0.2.0 one."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import sqlite3
 from pathlib import Path
@@ -84,3 +85,17 @@ async def test_every_repository_hands_out_frozen_records_that_outlive_the_store(
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(record, dataclasses.fields(record)[0].name, "changed")
     assert [e.text for e in handed_out if getattr(e, "kind", None) == "user"] == ["hello"], "readable after the store closed"
+
+
+async def test_cost_added_by_writers_beside_each_other_is_never_lost(database_url: str, tmp_path: Path) -> None:
+    """Two processes (two stores) add to one Session's cost at once: every addition counts."""
+    here, there = await Store.open(database_url), await Store.open(database_url)
+    try:
+        session = await here.sessions.create_session(cwd=str(tmp_path), agent="build", model="scripted", reasoning=None)
+        await asyncio.gather(*(store.sessions.update_session(session.id, cost_delta=0.5) for store in [here, there] * 10))
+        await asyncio.gather(*(store.sessions.append_many(session.id, [("agent", "hi", {})], cost_delta=0.25) for store in [here, there] * 2))
+        cost = (await there.sessions.get_session(session.id)).cost_usd  # type: ignore[union-attr]
+        assert cost == 11.0
+    finally:
+        await here.close()
+        await there.close()
