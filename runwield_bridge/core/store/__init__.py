@@ -26,10 +26,10 @@ from .base import Conflict
 from .bridge import BridgeStateRepository
 from .executions import ExecutionRepository
 from .locks import AdvisoryLock
+from .migrate import upgrade
 from .plans import PlanRepository
 from .reviews import ReviewRepository
 from .sessions import Entry, SessionRepository, new_session_id
-from .migrate import upgrade
 
 __all__ = [
     "Binding",
