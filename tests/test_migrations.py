@@ -55,6 +55,16 @@ async def test_a_database_of_an_unknown_version_is_refused_and_left_alone(databa
         await store.close()
 
 
+async def test_wld_refuses_a_database_of_an_unknown_version_in_one_line(wld_database: str) -> None:
+    store = await Store.open(wld_database)
+    async with store.engine.begin() as conn:
+        await conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    await store.close()
+    code, out, err = await run(WLD, "sessions")
+    assert (code, out) == (2, "") and err.startswith("wld: database error: the database is at version 9999, which this release does not know")
+    assert err.rstrip().endswith("upgrade wld") and len(err.splitlines()) == 1
+
+
 async def run(*args: str) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await proc.communicate()
