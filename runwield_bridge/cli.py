@@ -1,4 +1,4 @@
-"""`wld`: chat, acp, bridge, workspace, sessions, plans, plugins, doctor."""
+"""`wld`: chat, acp, bridge, workspace, sessions, plans, plugins, doctor, db."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from . import redaction
 from .app import App, agent_endpoints, open_workspace, run_chat, serve_workspace
 from .config import ConfigError, Settings, load_settings
 from .core.sessions import SessionNotFound
+from .core.store.migrate import SchemaError
 from .host import load_plugins
 
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
@@ -126,6 +127,26 @@ async def cmd_plugins(args: argparse.Namespace, settings: Settings) -> int:
     return 1 if plugins.failed else 0
 
 
+async def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
+    from .core.store import Store, migrate
+
+    store = Store(settings.db_url)
+    try:
+        found = await migrate.status(store.engine)
+    finally:
+        await store.close()
+    if args.action == "upgrade":
+        await (await Store.open(settings.db_url)).close()
+        print(f"already at {migrate.describe(found.head)}" if found.up_to_date else f"upgraded from {migrate.describe(found.current)} to {migrate.describe(found.head)}")
+        return 0
+    read = ", read from its tables: `wld db upgrade` records it" if found.unstamped else ""
+    print(f"database: {store.engine.url.render_as_string(hide_password=True)}")
+    print(f"current:  {migrate.describe(found.current)}{read}")
+    print(f"head:     {migrate.describe(found.head)}")
+    print("up to date" if found.up_to_date else "behind: `wld db upgrade` brings it to head (as every wld command does on start)")
+    return 0
+
+
 async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     from .doctor import run_doctor
 
@@ -176,6 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
     plugins = sub.add_parser("plugins", parents=[common], help="list plugins: loaded, blocked, failed")
     plugins.set_defaults(run=cmd_plugins)
 
+    db = sub.add_parser("db", parents=[common], help="the database's schema version: status, or upgrade to the newest")
+    db.add_argument("action", choices=["status", "upgrade"], help="status: the current and newest versions; upgrade: migrate to the newest")
+    db.set_defaults(run=cmd_db)
+
     doctor = sub.add_parser("doctor", parents=[common], help="check configuration, state and plugins")
     doctor.set_defaults(run=cmd_doctor)
     return parser
@@ -197,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except ConfigError as exc:
         print(f"wld: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except SchemaError as exc:
+        print(f"wld: database error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -29,10 +29,12 @@ def make_project(root: Path) -> Path:
     return root
 
 
-def write_config(tmp_path: Path, commands: list[str], timeout: float = 60) -> Path:
+def write_config(tmp_path: Path, commands: list[str], timeout: float = 60, database_url: str | None = None) -> Path:
+    """A wld.toml validating with ``commands``; state in ``database_url`` when given, else SQLite under WLD_HOME."""
     path = tmp_path / "wld.toml"
+    database = f"database_url = {json.dumps(database_url)}\n\n" if database_url else ""
     validation = f"[validation]\ncommands = {json.dumps(commands)}\ntimeout = {timeout}\n"  # a JSON array is TOML
-    path.write_text(f'[web]\nlisten = "127.0.0.1:0"\n\n{validation}')  # review pages on a free port
+    path.write_text(f'{database}[web]\nlisten = "127.0.0.1:0"\n\n{validation}')  # review pages on a free port
     return path
 
 
@@ -58,9 +60,9 @@ class Bench:
     plan: PlanRecord
 
 
-async def bench(tmp_path: Path, commands: list[str], timeout: float = 60) -> Bench:
+async def bench(tmp_path: Path, commands: list[str], timeout: float = 60, database_url: str | None = None) -> Bench:
     project = make_project(tmp_path / "proj")
-    app = await start_app(write_config(tmp_path, commands, timeout))
+    app = await start_app(write_config(tmp_path, commands, timeout, database_url))
     session = await app.host.create(str(project))
     return Bench(project, app, session.id, await approved_plan(app, project, session.id))
 

@@ -80,7 +80,7 @@ async def test_initialize_advertises_what_we_do_and_not_images(tmp_path: Path) -
 # prompt turns
 
 
-async def test_prompt_streams_chunks_and_exact_usage_then_ends_the_turn(acp) -> None:
+async def test_prompt_streams_chunks_and_exact_usage_then_ends_the_turn(wld_database: str, acp) -> None:
     client, sid = acp
     result = await client.call("session/prompt", text_prompt(sid, "the quick brown fox"))
     assert result == {"stopReason": "end_turn"}
@@ -93,7 +93,7 @@ async def test_prompt_streams_chunks_and_exact_usage_then_ends_the_turn(acp) -> 
     assert usage["cost"] == {"amount": pytest.approx(4e-6 + 6 * 2e-6), "currency": "USD"}
 
 
-async def test_cost_in_usage_is_cumulative_for_the_session(acp) -> None:
+async def test_cost_in_usage_is_cumulative_for_the_session(wld_database: str, acp) -> None:
     client, sid = acp
     await client.call("session/prompt", text_prompt(sid, "one"))
     await client.call("session/prompt", text_prompt(sid, "two"))
@@ -182,7 +182,7 @@ async def test_an_overlapping_prompt_is_rejected_and_its_input_returned(acp) -> 
 # load, close, delete
 
 
-async def test_a_session_loads_in_a_new_process_with_its_history(tmp_path: Path) -> None:
+async def test_a_session_loads_in_a_new_process_with_its_history(wld_database: str, tmp_path: Path) -> None:
     async with WireClient.spawn([WLD, "acp"], cwd=tmp_path) as first:
         await first.call("initialize", INIT)
         sid = (await first.call("session/new", {"cwd": str(tmp_path), "mcpServers": []}))["sessionId"]
@@ -381,8 +381,10 @@ async def test_malformed_input_gets_json_rpc_errors_and_the_server_keeps_serving
 # one writer per Session, across processes
 
 
-async def test_one_writer_per_session_across_processes(tmp_path: Path) -> None:
-    async with WireClient.spawn([WLD, "acp"], cwd=tmp_path) as a, WireClient.spawn([WLD, "acp"], cwd=tmp_path) as b:
+async def test_one_writer_per_session_across_processes(wld_database: str, tmp_path: Path) -> None:
+    """On PostgreSQL the second process has a state directory of its own, as on another host: only the database is shared."""
+    elsewhere = {"WLD_HOME": str(tmp_path / "other-host")} if wld_database.startswith("postgresql") else {}
+    async with WireClient.spawn([WLD, "acp"], cwd=tmp_path) as a, WireClient.spawn([WLD, "acp"], cwd=tmp_path, env=elsewhere) as b:
         await a.call("initialize", INIT)
         await b.call("initialize", INIT)
         sid = (await a.call("session/new", {"cwd": str(tmp_path), "mcpServers": []}))["sessionId"]

@@ -116,8 +116,8 @@ def test_a_database_url_without_a_driver_gets_the_asyncio_one() -> None:
         with_async_driver("nosuchdb://host/db")
 
 
-async def test_processes_opening_a_fresh_database_at_once_all_start(tmp_path: Path) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}"  # as two IDE windows starting `wld acp` on a new install
-    stores = await asyncio.gather(*(Store.open(url) for _ in range(4)))
+async def test_processes_opening_a_fresh_database_at_once_all_start(database_url: str) -> None:
+    """As two IDE windows starting `wld acp` on a new install (stores here; tests/test_migrations.py starts processes)."""
+    stores = await asyncio.gather(*(Store.open(database_url) for _ in range(4)))
     for store in stores:
         await store.close()

@@ -14,8 +14,8 @@ from runwield_bridge.core.git import snapshot_tree
 from waiting import until
 
 
-async def test_a_passing_validation_is_the_reported_outcome_and_publishes_exactly_the_validated_tree(tmp_path: Path) -> None:
-    b = await bench(tmp_path, ["test -f README.md", "echo checked > validation.log"])
+async def test_a_passing_validation_is_the_reported_outcome_and_publishes_exactly_the_validated_tree(database_url: str, tmp_path: Path) -> None:
+    b = await bench(tmp_path, ["test -f README.md", "echo checked > validation.log"], database_url=database_url)
     project, app, session_id, plan = b.project, b.app, b.session_id, b.plan
     events = Recorder()
 

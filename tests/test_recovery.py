@@ -46,11 +46,11 @@ def wait_for_lines(path: Path, count: int, timeout: float = PATIENCE) -> list[st
     raise AssertionError(f"{path} never had {count} lines")
 
 
-async def test_a_killed_execution_is_reopened_with_its_work_preserved_and_nothing_repeated(tmp_path: Path) -> None:
+async def test_a_killed_execution_is_reopened_with_its_work_preserved_and_nothing_repeated(database_url: str, tmp_path: Path) -> None:
     marker = tmp_path / "validation-runs.txt"
     # The first run records its pid and blocks (the process is killed meanwhile); a second run passes at once.
     command = f'echo $$ >> {marker}; if [ $(wc -l < {marker}) -lt 2 ]; then exec sleep 60; fi'
-    setup = await bench(tmp_path, [command])
+    setup = await bench(tmp_path, [command], database_url=database_url)
     plan, session_id, config = setup.plan, setup.session_id, tmp_path / "wld.toml"
     await setup.app.close()
 

@@ -94,8 +94,8 @@ async def test_a_discord_message_replayed_after_a_gateway_resume_is_handled_once
         assert world.texts(thread) == ["You said: hello", "You said: and then"]
 
 
-async def test_claims_are_per_channel_survive_a_restart_and_are_pruned_after_days(tmp_path: Path) -> None:
-    store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}")
+async def test_claims_are_per_channel_survive_a_restart_and_are_pruned_after_days(database_url: str) -> None:
+    store = await Store.open(database_url)
     try:
         first_run = Deliveries(store.bridge)
         assert await first_run.claim("telegram", "1") is Delivery.FIRST
@@ -149,8 +149,8 @@ async def test_updates_reach_the_bridge_in_the_order_they_came_even_when_their_c
         await app.close()
 
 
-async def test_an_interrupted_update_delivered_twice_while_the_first_is_being_told_is_told_once(tmp_path: Path) -> None:
-    store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}")
+async def test_an_interrupted_update_delivered_twice_while_the_first_is_being_told_is_told_once(database_url: str) -> None:
+    store = await Store.open(database_url)
     try:
         for log in (store.bridge, MemoryUpdateLog()):
             assert await log.claim_update("telegram", "9001", "a run that crashed") is None

@@ -1,8 +1,9 @@
-"""The store's repositories hand out plain frozen records, never its tables; and the schema is the 0.2.0 one
-plus the Workspace's tables (new tables, made where missing when a store opens)."""
+"""The store's repositories hand out plain frozen records, never its tables, on SQLite and PostgreSQL; and the schema
+is the one the migrations make, the tables the code declares."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import sqlite3
 from pathlib import Path
@@ -13,26 +14,41 @@ from sqlmodel import SQLModel
 from runwield_bridge.core import records
 from runwield_bridge.core.records import PlanRecord, PlanRevisionRecord, ReviewRecord
 from runwield_bridge.core.store import Store
+from runwield_bridge.core.store.migrate import HEAD
 
-SCHEMA = Path(__file__).parent / "fixtures" / "schema-0.2.0.sql"
-WORKSPACE_TABLES = Path(__file__).parent / "fixtures" / "schema-workspace.sql"
+SCHEMA = Path(__file__).parent / "fixtures" / "schema-0.3.0.sql"
 
 
 def schema(path: Path) -> str:
+    """The database's tables and indexes as SQL, but for Alembic's record of the version."""
     with sqlite3.connect(path) as db:
-        rows = db.execute("select type, name, sql from sqlite_master where sql is not null order by type, name").fetchall()
+        rows = db.execute(
+            "select type, name, sql from sqlite_master where sql is not null and name != 'alembic_version' order by type, name"
+        ).fetchall()
     return "\n".join(f"{sql};" for _, _, sql in rows) + "\n"
 
 
-def statements(text: str) -> set[str]:
-    return {statement for statement in text.split(";\n") if statement.strip()}
+def version(path: Path) -> list[str]:
+    with sqlite3.connect(path) as db:
+        return [row[0] for row in db.execute("select version_num from alembic_version")]
 
 
-async def test_a_new_database_has_exactly_the_0_2_0_schema_and_the_workspace_tables(tmp_path: Path) -> None:
+async def test_a_new_database_has_exactly_the_0_3_0_schema_made_by_the_migrations(tmp_path: Path) -> None:
     store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}")
     await store.close()
-    expected = statements(SCHEMA.read_text()) | statements(WORKSPACE_TABLES.read_text())
-    assert statements(schema(tmp_path / "wld.db")) == expected, "the schema changes only through a migration"
+    assert schema(tmp_path / "wld.db") == SCHEMA.read_text(), "the schema changes only through a migration"
+    assert version(tmp_path / "wld.db") == [HEAD]
+
+
+def test_the_migrations_make_exactly_the_tables_the_code_declares(tmp_path: Path) -> None:
+    declared = tmp_path / "declared.db"
+    with sqlite3.connect(declared) as db:
+        from sqlalchemy import create_engine
+
+        engine = create_engine(f"sqlite:///{declared}")
+        SQLModel.metadata.create_all(engine)
+        engine.dispose()
+    assert schema(declared) == SCHEMA.read_text(), "a table class and its migration disagree"
 
 
 def test_each_table_has_a_record_with_the_same_fields() -> None:
@@ -57,8 +73,8 @@ def test_each_table_has_a_record_with_the_same_fields() -> None:
         assert [f.name for f in dataclasses.fields(record)] == list(tables[name].columns.keys()), name
 
 
-async def test_every_repository_hands_out_frozen_records_that_outlive_the_store(tmp_path: Path) -> None:
-    store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}")
+async def test_every_repository_hands_out_frozen_records_that_outlive_the_store(database_url: str, tmp_path: Path) -> None:
+    store = await Store.open(database_url)
     try:
         session = await store.sessions.create_session(cwd=str(tmp_path), agent="build", model="scripted", reasoning=None)
         await store.sessions.append_many(session.id, [("user", "hello", {})])
@@ -83,3 +99,17 @@ async def test_every_repository_hands_out_frozen_records_that_outlive_the_store(
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(record, dataclasses.fields(record)[0].name, "changed")
     assert [e.text for e in handed_out if getattr(e, "kind", None) == "user"] == ["hello"], "readable after the store closed"
+
+
+async def test_cost_added_by_writers_beside_each_other_is_never_lost(database_url: str, tmp_path: Path) -> None:
+    """Two processes (two stores) add to one Session's cost at once: every addition counts."""
+    here, there = await Store.open(database_url), await Store.open(database_url)
+    try:
+        session = await here.sessions.create_session(cwd=str(tmp_path), agent="build", model="scripted", reasoning=None)
+        await asyncio.gather(*(store.sessions.update_session(session.id, cost_delta=0.5) for store in [here, there] * 10))
+        await asyncio.gather(*(store.sessions.append_many(session.id, [("agent", "hi", {})], cost_delta=0.25) for store in [here, there] * 2))
+        cost = (await there.sessions.get_session(session.id)).cost_usd  # type: ignore[union-attr]
+        assert cost == 11.0
+    finally:
+        await here.close()
+        await there.close()

@@ -159,11 +159,11 @@ class Gated:
         yield TextDelta(", then the rest")
 
 
-async def test_a_reply_is_saved_while_it_streams_and_the_model_later_sees_it_whole(tmp_path: Path) -> None:
+async def test_a_reply_is_saved_while_it_streams_and_the_model_later_sees_it_whole(database_url: str, tmp_path: Path) -> None:
     model = Gated()
     catalog = ModelCatalog()
     catalog.add(model.info, lambda: model)
-    store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}")
+    store = await Store.open(database_url)
     host = SessionHost(store, catalog, [], tmp_path, default_model="gated", runtime=NativeRuntime(catalog))
     record = await host.create(str(tmp_path))
 
@@ -201,14 +201,14 @@ async def test_processes_opening_a_new_database_together_do_not_fail_on_each_oth
             await store.close()
 
 
-async def test_a_turn_whose_process_ended_is_marked_interrupted_once_by_the_next_prompt(tmp_path: Path) -> None:
+async def test_a_turn_whose_process_ended_is_marked_interrupted_once_by_the_next_prompt(database_url: str, tmp_path: Path) -> None:
     """A turn left running with an open tool call (its process ended: nobody holds the writer) is marked by the next
     prompt, before it: its tool call fails, then the notice; a later load marks nothing again."""
     model = Gated()
     model.go_on.set()
     catalog = ModelCatalog()
     catalog.add(model.info, lambda: model)
-    store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}")
+    store = await Store.open(database_url)
     host = SessionHost(store, catalog, [], tmp_path, default_model="gated", runtime=NativeRuntime(catalog))
     record = await host.create(str(tmp_path))
     ended = TurnJournal(store.sessions, record.id)  # what a killed process left behind

@@ -12,7 +12,7 @@ from typing import Any, Literal, NamedTuple
 
 from .events import Event, Notice, ToolProgress
 from .git import GitError, git, identity_env, remove_stale_locks, snapshot_tree
-from .locks import WriterLock
+from .locks import Lock
 from .plans import PlanBook
 from .records import ExecutionRecord, ExecutionStep
 from .store import Store
@@ -108,12 +108,12 @@ def step_label(step: ExecutionStep) -> str:
 
 
 class Executor:
-    """Starts, continues, publishes and recovers executions; one process at a time per Plan (a file lock)."""
+    """Starts, continues, publishes and recovers executions; one process at a time per Plan (a writer lock)."""
 
     def __init__(self, store: Store, plans: PlanBook, state_dir: Path, commands: Sequence[str], timeout: float) -> None:
         self.store = store
         self.plans = plans
-        self.lock_dir = state_dir / "locks"
+        self.locks = store.writer_locks(state_dir / "locks")
         self.worktrees = state_dir / "worktrees"
         self.commands = tuple(commands)
         self.timeout = timeout
@@ -123,7 +123,7 @@ class Executor:
     ) -> ExecutionRecord:
         """Execute the Plan's approved current revision in a new worktree and branch; returns once validated (or stopped).
         Without ``work`` it starts a Pair Execution: the worktree only, then `increment` per user turn and `finish`."""
-        with self._locked(plan_id):  # the checks, the new record and its steps all happen under the Plan's lock
+        async with self._locked(plan_id):  # the checks, the new record and its steps all happen under the Plan's lock
             plan = await self.plans.get(plan_id)
             if plan.state != "approved" or plan.approved_revision != plan.current_revision:
                 raise ExecutionError(f"Plan “{plan.title}” is {plan.state.replace('_', ' ')}: only an approved current revision can be executed")
@@ -153,7 +153,7 @@ class Executor:
     async def increment(self, execution_id: str, *, work: IncrementWork, emit: Emit) -> tuple[ExecutionRecord, int]:
         """One Pair Execution increment: the Agent's work, recorded write-ahead; the execution then waits for the
         user again. Returns the execution and the increment's number."""
-        with self._locked((await self._get(execution_id)).plan_id):
+        async with self._locked((await self._get(execution_id)).plan_id):
             record = await self._pairing(execution_id)
             steps = await self.store.executions.execution_steps(record.id)
             if any(s.name == "snapshot" and s.round == record.round for s in steps):  # validated before: a new round
@@ -171,7 +171,7 @@ class Executor:
 
     async def finish(self, execution_id: str, *, emit: Emit) -> ExecutionRecord:
         """The user accepted a Pair Execution's work: validate it (the validation result is the outcome)."""
-        with self._locked((await self._get(execution_id)).plan_id):
+        async with self._locked((await self._get(execution_id)).plan_id):
             record = await self._pairing(execution_id)
             record = await self.store.executions.update_execution(record.id, state="running")
             return await self._run_round(record, None, emit)
@@ -189,7 +189,7 @@ class Executor:
 
     async def choose(self, execution_id: str, choice: RecoveryChoice, *, work: Work | None = None, emit: Emit) -> ExecutionRecord:
         """Act on a choice for an execution awaiting one: continue (needs ``work``), reopen for review, hold, or abandon."""
-        with self._locked((await self._get(execution_id)).plan_id):
+        async with self._locked((await self._get(execution_id)).plan_id):
             record = await self._get(execution_id)  # as it is now that no other process can change it
             if record.state not in AWAITING_CHOICE:
                 raise ExecutionError(f"this execution is {record.state}; there is nothing to choose")
@@ -214,7 +214,7 @@ class Executor:
 
     async def publish(self, execution_id: str, *, emit: Emit) -> Publication:
         """Commit exactly the validated tree on the execution's branch and confirm it; only a validated execution publishes."""
-        with self._locked((await self._get(execution_id)).plan_id):
+        async with self._locked((await self._get(execution_id)).plan_id):
             record = await self._get(execution_id)
             if record.state not in PUBLISHABLE:
                 raise ExecutionError(f"this execution is {record.state.replace('_', ' ')}; only a validated one can be published")
@@ -228,13 +228,13 @@ class Executor:
             records = [r for r in records if r.plan_id in mine]
         found = []
         for record in records:
-            lock = WriterLock(self.lock_dir, f"plan-{record.plan_id}")
-            if not lock.try_acquire():
+            lock = self.locks(f"plan-{record.plan_id}")
+            if not await lock.try_acquire():
                 continue  # a live process is working on it
             try:
                 found.append(await self._interruption(record))
             finally:
-                lock.release()
+                await lock.release()
         return found
 
     async def _interruption(self, record: ExecutionRecord) -> Interruption:
@@ -379,22 +379,22 @@ class Executor:
         return record
 
     def _locked(self, plan_id: str) -> _PlanLock:
-        return _PlanLock(WriterLock(self.lock_dir, f"plan-{plan_id}"))
+        return _PlanLock(self.locks(f"plan-{plan_id}"))
 
 
 class _PlanLock:
     """Hold a Plan's execution lock for a block; refuse at once if another process holds it."""
 
-    def __init__(self, lock: WriterLock) -> None:
+    def __init__(self, lock: Lock) -> None:
         self.lock = lock
 
-    def __enter__(self) -> WriterLock:
-        if not self.lock.try_acquire():
+    async def __aenter__(self) -> Lock:
+        if not await self.lock.try_acquire():
             raise ExecutionError("another process is executing this Plan right now")
         return self.lock
 
-    def __exit__(self, *exc: object) -> None:
-        self.lock.release()
+    async def __aexit__(self, *exc: object) -> None:
+        await self.lock.release()
 
 
 async def _no_output(awaitable: Awaitable[None]) -> StepOutput:

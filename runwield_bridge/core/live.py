@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .background import BackgroundTasks
 from .events import Event, QuestionAsked, ToolProgress
 from .interactions import Outcome, PendingQuestion
-from .locks import WriterLock
+from .locks import Lock, Locks
 from .models import ChatMessage
 from .records import SessionRecord
 from .runtime import Emit
@@ -54,7 +53,7 @@ class LiveSession:
     """A Session's in-memory resources while some client has it open."""
 
     record: SessionRecord
-    lock: WriterLock
+    lock: Lock
     turn: asyncio.Task[Any] | None = None
     cancelling: bool = False
     finishing: bool = False
@@ -123,11 +122,11 @@ class LiveSession:
 
 
 class SessionRegistry:
-    """The Sessions live in this process, opened from the store; each has its writer lock under ``lock_dir``."""
+    """The Sessions live in this process, opened from the store; each has its writer lock from ``locks``."""
 
-    def __init__(self, sessions: SessionRepository, lock_dir: Path) -> None:
+    def __init__(self, sessions: SessionRepository, locks: Locks) -> None:
         self.sessions = sessions
-        self.lock_dir = lock_dir
+        self.locks = locks
         self._live: dict[str, LiveSession] = {}
 
     async def get(self, session_id: str) -> SessionRecord:
@@ -138,7 +137,7 @@ class SessionRegistry:
         return record
 
     def add(self, record: SessionRecord) -> LiveSession:
-        live = self._live[record.id] = LiveSession(record, WriterLock(self.lock_dir, record.id))
+        live = self._live[record.id] = LiveSession(record, self.locks(record.id))
         return live
 
     async def open(self, session_id: str) -> LiveSession:
@@ -160,6 +159,6 @@ class SessionRegistry:
         live = self._live.get(session_id)
         return live is not None and live.busy
 
-    def writer_free(self, session_id: str) -> bool:
+    async def writer_free(self, session_id: str) -> bool:
         """True when no process holds the Session's writer (checked without taking it: checking is not holding)."""
-        return not WriterLock(self.lock_dir, session_id).taken()
+        return not await self.locks(session_id).taken()

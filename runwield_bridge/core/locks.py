@@ -1,4 +1,6 @@
-"""One writer per Session across processes: an advisory file lock held only during a turn, and a check that takes nothing."""
+"""One writer per Session across processes: a lock held only during a turn, and a check that takes nothing. On SQLite
+it is an advisory file lock on this host (`WriterLock`); on PostgreSQL the store hands out advisory locks in the
+database instead (``core/store/locks.py``), so it holds across hosts. The Session Host sees either as a `Lock`."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ import fcntl
 import os
 import struct
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 # Linux `struct flock` (l_type, l_whence, l_start, l_len, l_pid), for open-file-description locks: a zero start
 # and length cover the whole file. Unlike flock(2), these can be tested (F_OFD_GETLK) without being taken.
@@ -17,6 +21,59 @@ _OFD = hasattr(fcntl, "F_OFD_GETLK")
 _FLOCK = struct.Struct("hhqqixxxx")
 _WHOLE_FILE = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
 _UNLOCK = _FLOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, 0, 0, 0)
+
+
+class Lock(Protocol):
+    """A writer lock as the Session Host uses it; the holder's death releases it."""
+
+    @property
+    def held(self) -> bool: ...
+
+    async def try_acquire(self) -> bool:
+        """Take the lock without waiting; False if another writer holds it."""
+        ...
+
+    async def release(self) -> None: ...
+
+    async def taken(self) -> bool:
+        """Whether any writer holds it, checked without taking it."""
+        ...
+
+    async def released(self) -> None:
+        """Return once no other writer holds it (without taking it)."""
+        ...
+
+
+Locks = Callable[[str], Lock]
+"""The lock of a name (a Session id, ``plan-<id>``)."""
+
+
+class FileLock:
+    """`WriterLock` as a `Lock`: the same file lock, the same behaviour."""
+
+    def __init__(self, directory: Path, name: str) -> None:
+        self.file = WriterLock(directory, name)
+
+    @property
+    def held(self) -> bool:
+        return self.file.held
+
+    async def try_acquire(self) -> bool:
+        return self.file.try_acquire()
+
+    async def release(self) -> None:
+        self.file.release()
+
+    async def taken(self) -> bool:
+        return self.file.taken()
+
+    async def released(self) -> None:
+        await self.file.released()
+
+
+def file_locks(directory: Path) -> Locks:
+    """Locks that are files in ``directory`` (one host)."""
+    return lambda name: FileLock(directory, name)
 
 
 class WriterLock:

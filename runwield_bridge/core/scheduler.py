@@ -83,9 +83,10 @@ class TurnScheduler:
             await after
         while True:
             await live.changed.until(live.idle)
-            if live.lock.try_acquire():
+            if await live.lock.try_acquire() and live.idle():  # not idle: a prompt here started its turn meanwhile
                 break
-            await live.lock.released()  # another process's turn holds the writer
+            if not live.lock.held:
+                await live.lock.released()  # another process's turn holds the writer
         self.start(live, work, own=True, name=name)
         assert live.turn is not None
         await asyncio.wait({live.turn})

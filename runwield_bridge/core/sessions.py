@@ -101,7 +101,7 @@ class SessionHost:
         self.load_checks = tuple(load_checks)
         self.start_tool_servers = start_tool_servers
         self.vision = vision
-        self.registry = SessionRegistry(store.sessions, state_dir / "locks")
+        self.registry = SessionRegistry(store.sessions, store.writer_locks(state_dir / "locks"))
         self.recorder = TranscriptRecorder(store.sessions)
         self.selector = Selector(store.sessions, models, self.metrics)
         self.scheduler = TurnScheduler(self.broker)
@@ -143,7 +143,7 @@ class SessionHost:
         """The saved conversation as events, oldest first: messages, thoughts, tool calls and notices. A turn
         whose process ended before it settled is first marked interrupted (once): it replays as what it said
         before the end, then a notice that it was interrupted. It is never run again."""
-        idle = not self.registry.is_busy(session_id) and self.registry.writer_free(session_id)
+        idle = not self.registry.is_busy(session_id) and await self.registry.writer_free(session_id)
         return await self.recorder.history(session_id, idle=idle)
 
     def attach(self, session_id: str, emit: Emit, forms: FormAsker | None = None) -> None:
@@ -159,7 +159,7 @@ class SessionHost:
         what the Session was in the middle of (the load checks' commands) as its own turns."""
         live = await self.registry.open(session_id)
         self.attach(session_id, emit, forms)
-        if not live.busy and not live.parked and self.registry.writer_free(session_id):
+        if not live.busy and not live.parked and await self.registry.writer_free(session_id):
             await self.recorder.retire_orphaned_question(live)
         for check in self.load_checks:
             if (command := await check(session_id)) is not None:
@@ -184,7 +184,8 @@ class SessionHost:
             text, images = self.vision.prepare(session_id, live.record.model, text, images)
         if live.parked:
             raise QuestionPending(f"Session {session_id} is waiting for the answer to a question")
-        if live.busy or not live.lock.try_acquire():
+        # busy again after the take: another prompt here started its turn (with this lock) while it was taken
+        if live.busy or not await live.lock.try_acquire() or live.busy:
             raise SessionBusy(f"Session {session_id} is busy with another turn; send your message again when it ends")
         invocation = self.commands.resolve(live.record.cwd, text)
         live.follow(emit, forms)
@@ -257,7 +258,7 @@ class SessionHost:
         live = self.registry.remove(session_id)
         if live is not None:
             self.scheduler.drop(live)
-            live.lock.release()
+            await live.lock.release()
             await live.stop_tool_servers()
 
     async def archive(self, session_id: str, archived: bool = True) -> SessionRecord:
@@ -277,7 +278,7 @@ class SessionHost:
         """Change the Session's model, reasoning level or Agent; invalid or mid-turn changes fail and change nothing.
         A real change is sent to ``emit``: the complete selection, and an Agent switch announced once."""
         record = await self.get(session_id)
-        if self.registry.is_busy(session_id) or not self.registry.writer_free(session_id):
+        if self.registry.is_busy(session_id) or not await self.registry.writer_free(session_id):
             raise SessionBusy("the Session is running a turn; change the selection when it ends")
         updated = await self.selector.apply(record, model=model, reasoning=reasoning, agent=agent, emit=emit)
         if (live := self.registry.find(session_id)) is not None:

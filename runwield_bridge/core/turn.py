@@ -102,7 +102,7 @@ class TurnExecutor:
         finally:
             live.cancelling = live.finishing = False
             live.journal = None
-            live.lock.release()
+            await live.lock.release()
         parts.metrics.record(session_id, "turn_settled", stop_reason=settled.stop_reason)
         await live.emit(settled)
         return settled

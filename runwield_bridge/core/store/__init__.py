@@ -9,6 +9,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from ..locks import Locks, file_locks
 from ..records import (
     Binding,
     ClientRequest,
@@ -25,10 +26,11 @@ from ..records import (
 from .base import Conflict
 from .bridge import BridgeStateRepository
 from .executions import ExecutionRepository
+from .locks import AdvisoryLock
+from .migrate import upgrade
 from .plans import PlanRepository
 from .reviews import ReviewRepository
 from .sessions import Entry, SessionRepository, new_session_id
-from .tables import create_schema
 from .workspace import WorkspaceRepository
 
 __all__ = [
@@ -53,9 +55,10 @@ POOL_TIMEOUT_SECONDS = 600
 
 
 class Store:
-    """The database (SQLite in WAL mode unless the URL names another) and its repositories: ``sessions`` (with
-    transcripts and turns), ``plans``, ``reviews``, ``executions``, ``bridge`` (bindings and update claims)
-    and ``workspace`` (client request ids, Workspace logins)."""
+    """The database (SQLite in WAL mode unless the URL names another, PostgreSQL say) and its repositories: ``sessions``
+    (with transcripts and turns), ``plans``, ``reviews``, ``executions``, ``bridge`` (bindings, update claims and
+    unfinished chat messages) and ``workspace`` (client request ids, Workspace logins); and the writer locks that go
+    with it."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -64,6 +67,10 @@ class Store:
         self.engine: AsyncEngine = create_async_engine(url, pool_timeout=POOL_TIMEOUT_SECONDS, hide_parameters=True)
         if url.startswith("sqlite"):
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+        self.lock_engine: AsyncEngine | None = None
+        if self.engine.dialect.name == "postgresql":
+            # Each held writer lock keeps a connection of its own: a pool apart, so many turns never starve the queries.
+            self.lock_engine = create_async_engine(url, isolation_level="AUTOCOMMIT", max_overflow=-1, hide_parameters=True)
         connect = async_sessionmaker(self.engine, class_=AsyncSession, expire_on_commit=False)
         self.sessions = SessionRepository(connect)
         self.plans = PlanRepository(connect)
@@ -74,23 +81,35 @@ class Store:
 
     @classmethod
     async def open(cls, url: str) -> Store:
+        """The store, its database brought to the newest schema version first (see ``migrate.py``)."""
         if url.startswith("sqlite") and ":///" in url:
             path = url.split(":///", 1)[1]
             if path and path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
         store = cls(url)
-        async with store.engine.begin() as conn:
-            await conn.run_sync(create_schema)
+        try:
+            await upgrade(store.engine)
+        except BaseException:
+            await store.close()
+            raise
         return store
+
+    def writer_locks(self, directory: Path) -> Locks:
+        """One writer at a time per name: advisory locks in PostgreSQL (across hosts), else lock files in ``directory``."""
+        if (engine := self.lock_engine) is None:
+            return file_locks(directory)
+        return lambda name: AdvisoryLock(engine, name)
 
     async def close(self) -> None:
         await self.engine.dispose()
+        if self.lock_engine is not None:
+            await self.lock_engine.dispose()
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor = dbapi_conn.cursor()
+    cursor.execute("PRAGMA busy_timeout=10000")  # first: a process starting beside another waits for it
     cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=10000")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()

@@ -133,16 +133,15 @@ async def _append(db: AsyncSession, session_id: str, entries: list[Entry], chang
 
 
 async def _changed(db: AsyncSession, session_id: str, changes: dict[str, Any]) -> SessionRow:
-    """Apply Session changes in ``db``: ``cost_delta`` adds to the cost, the rest are set; ``updated_at`` is stamped."""
-    row = await db.get(SessionRow, session_id)
+    """Apply Session changes in ``db`` in one UPDATE: ``cost_delta`` adds to the cost in the database (writers beside
+    each other never lose an addition), the rest are set; ``updated_at`` is stamped."""
+    values = dict(changes)
+    if delta := values.pop("cost_delta", 0.0):
+        values["cost_usd"] = col(SessionRow.cost_usd) + delta
+    query = update(SessionRow).where(col(SessionRow.id) == session_id).values(**values, updated_at=time.time())
+    row = (await db.exec(query.returning(SessionRow), execution_options={"populate_existing": True})).scalars().first()
     if row is None:
         raise KeyError(session_id)
-    changes = dict(changes)
-    row.cost_usd += changes.pop("cost_delta", 0.0)
-    for key, value in changes.items():
-        setattr(row, key, value)
-    row.updated_at = time.time()
-    db.add(row)
     return row
 
 

@@ -1,12 +1,10 @@
 """The tables as SQLModel rows: private to the store, which hands out the frozen records of ``core/records.py``.
-Changing a table here changes the schema: the 0.1.0 and 0.2.0 state directories must still open (tests/test_upgrade.py)."""
+A change to a table here needs a migration in ``migrations/versions`` (tests/test_migrations.py compares them)."""
 
 from __future__ import annotations
 
 import time
 
-from sqlalchemy import Connection
-from sqlalchemy.schema import CreateIndex, CreateTable
 from sqlmodel import Field, SQLModel
 
 
@@ -200,11 +198,3 @@ class WorkspaceLoginRow(SQLModel, table=True):
     used: bool = False
     created_at: float = Field(default_factory=time.time)
 
-
-def create_schema(conn: Connection) -> None:
-    """Create the tables and indexes that are missing. Each statement says IF NOT EXISTS, so processes
-    starting together on a new database do not fail on each other's tables."""
-    for table in SQLModel.metadata.sorted_tables:
-        conn.execute(CreateTable(table, if_not_exists=True))
-        for index in table.indexes:
-            conn.execute(CreateIndex(index, if_not_exists=True))

@@ -1,0 +1,52 @@
+"""The databases the store's tests run on: a SQLite file, and a database of its own on a real PostgreSQL server
+(``WLD_TEST_POSTGRES_URL``, else the local one). Without a server those tests skip, saying why; where
+``WLD_REQUIRE_POSTGRES`` is set (as `.ci/run` sets it) they fail instead."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+from sqlalchemy.engine import make_url
+
+SERVER = os.environ.get("WLD_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
+BACKENDS = ["sqlite", "postgresql"]
+
+
+def sqlite_url(directory: Path) -> str:
+    return f"sqlite+aiosqlite:///{directory / 'wld.db'}"
+
+
+@contextlib.asynccontextmanager
+async def postgres_database() -> AsyncIterator[str]:
+    """The URL of a new, empty database on the server, dropped afterwards (so runs never see each other's data)."""
+    server = make_url(SERVER)
+    try:
+        admin = await asyncpg.connect(server.set(drivername="postgresql").render_as_string(hide_password=False))
+    except (OSError, asyncpg.PostgresError) as exc:
+        reason = f"no PostgreSQL server at {server.render_as_string(hide_password=True)} ({exc}); set WLD_TEST_POSTGRES_URL"
+        if os.environ.get("WLD_REQUIRE_POSTGRES"):
+            pytest.fail(f"WLD_REQUIRE_POSTGRES is set but there is {reason}", pytrace=False)
+        pytest.skip(reason)
+    name = f"wld_test_{uuid.uuid4().hex[:16]}"
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        yield server.set(database=name).render_as_string(hide_password=False)
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+@contextlib.asynccontextmanager
+async def database(backend: str, directory: Path) -> AsyncIterator[str]:
+    """A fresh database's URL on ``backend``: a SQLite file in ``directory``, or a new PostgreSQL database."""
+    if backend == "sqlite":
+        yield sqlite_url(directory)
+        return
+    async with postgres_database() as url:
+        yield url
