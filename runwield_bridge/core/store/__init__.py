@@ -61,7 +61,7 @@ class Store:
         if url.startswith("sqlite"):
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
         connect = async_sessionmaker(self.engine, class_=AsyncSession, expire_on_commit=False)
-        self.sessions = SessionRepository(connect)
+        self.sessions = SessionRepository(connect, self.engine)
         self.plans = PlanRepository(connect)
         self.reviews = ReviewRepository(connect)
         self.executions = ExecutionRepository(connect)
