@@ -10,22 +10,36 @@ from acp.connection import Connection
 
 from ..core.sessions import SessionHost
 from .sdk_gaps import MemoryEnd, memory_pair
-from .server import AcpAgentServer
+from .server import AcpAgentServer, HostStarter
 from .transport import protocol_stdio
 
 
-async def serve_stdio(host: SessionHost) -> None:
-    """Serve one ACP client on stdin/stdout until it closes the stream."""
+async def serve_stdio(start_host: HostStarter) -> None:
+    """Serve one ACP client on stdin/stdout until it closes the stream. The Session Host is started by
+    ``start_host`` once ``initialize`` is answered, so an IDE does not wait for the store and the plugins; if it
+    cannot start, serving stops and its error is raised."""
     transport = await protocol_stdio()
-    server = AcpAgentServer(host)
+    server = AcpAgentServer(start_host=start_host)
     conn = Connection(server, transport, listening=False)
     server.attach(conn)
+    receiving = asyncio.ensure_future(conn.main_loop())
+    server.host_ready.add_done_callback(lambda ready: _failed(ready) and receiving.cancel())
     try:
-        await conn.main_loop()
+        await receiving
+    except asyncio.CancelledError:
+        if not _failed(server.host_ready):
+            raise
     finally:
-        await host.shutdown()  # the client is gone: running turns settle as cancelled
+        if (host := await server.started_host()) is not None:
+            await host.shutdown()  # the client is gone: running turns settle as cancelled
         await server.drain()
         await conn.close()
+    if _failed(server.host_ready):
+        raise server.host_ready.exception()  # type: ignore[misc]
+
+
+def _failed(ready: asyncio.Future[SessionHost]) -> bool:
+    return ready.done() and not ready.cancelled() and ready.exception() is not None
 
 
 @contextlib.asynccontextmanager

@@ -75,13 +75,21 @@ NOT_FOUND_CODE = -32002
 FORM_ATTEMPTS = 3  # a form whose answer is not usable is shown again, at most this many times in all
 Handler = Callable[..., Awaitable[Any]]
 Route = tuple[str, type[BaseModel], Handler]  # the official schema's params type, the SDK's model, the handler
+HostStarter = Callable[[], Awaitable[SessionHost]]
+HOSTLESS_METHODS = frozenset({"initialize", "authenticate"})
+"""Answered without the Session Host, so an IDE is not kept waiting while the store opens."""
 
 
 class AcpAgentServer:
     """One instance per ACP connection; many Sessions on it."""
 
-    def __init__(self, host: SessionHost) -> None:
-        self.host = host
+    def __init__(self, host: SessionHost | None = None, *, start_host: HostStarter | None = None) -> None:
+        """Serve ``host``, or the one ``start_host`` makes once ``initialize`` is answered (or a request needs it)."""
+        self._host = host
+        self._start_host = start_host
+        self.host_ready: asyncio.Future[SessionHost] = asyncio.get_running_loop().create_future()
+        if host is not None:
+            self.host_ready.set_result(host)
         self.conn: Connection | None = None
         self.client_capabilities: dict[str, Any] = {}
         self._typing_other: dict[str, str] = {}  # session id -> the interview question whose Other text is owed
@@ -105,6 +113,26 @@ class AcpAgentServer:
         self._notifications: dict[str, Route] = {
             "session/cancel": ("CancelNotification", CancelNotification, self.cancel),
         }
+
+    @property
+    def host(self) -> SessionHost:
+        assert self._host is not None, "only initialize and authenticate are answered before the Session Host starts"
+        return self._host
+
+    async def _started(self) -> None:
+        """Start the Session Host if it is not yet (once), and wait until it is."""
+        if self._host is None:
+            if self._start_host is not None:
+                starter, self._start_host = self._start_host, None
+                asyncio.ensure_future(starter()).add_done_callback(_settle(self.host_ready))
+            self._host = await asyncio.shield(self.host_ready)
+
+    async def started_host(self) -> SessionHost | None:
+        """The Session Host once a start already begun has ended; None if none began or it failed."""
+        if self._start_host is None:
+            await asyncio.wait({self.host_ready})
+        ready = self.host_ready
+        return ready.result() if ready.done() and not ready.cancelled() and ready.exception() is None else None
 
     def attach(self, conn: Connection) -> None:
         self.conn = conn
@@ -142,6 +170,8 @@ class AcpAgentServer:
         task = asyncio.current_task()
         self._inflight.add(task)
         try:
+            if method not in HOSTLESS_METHODS:
+                await self._started()
             return await handler(request)
         finally:
             self._inflight.discard(task)
@@ -165,6 +195,8 @@ class AcpAgentServer:
 
     async def initialize(self, request: InitializeRequest) -> InitializeResponse:
         self.client_capabilities = request.client_capabilities.model_dump(by_alias=True, exclude_none=True) if request.client_capabilities else {}
+        if self._host is None:
+            self._after_response(self._started())
         sessions = SessionCapabilities(
             list=SessionListCapabilities(), resume=SessionResumeCapabilities(), delete=SessionDeleteCapabilities(), close=SessionCloseCapabilities()
         )
@@ -399,3 +431,17 @@ def _checked_cwd(cwd: str) -> str:
     if not os.path.isdir(cwd):
         raise RequestError.invalid_params({"cwd": cwd, "details": "cwd is not an existing directory"})
     return cwd
+
+
+def _settle(future: asyncio.Future[SessionHost]) -> Callable[[asyncio.Future[SessionHost]], None]:
+    """A done-callback that passes a task's result or error on to ``future``."""
+
+    def settle(task: asyncio.Future[SessionHost]) -> None:
+        if task.cancelled():
+            future.cancel()
+        elif (error := task.exception()) is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(task.result())
+
+    return settle

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .events import Event, QuestionAsked, ToolProgress
 from .interactions import Outcome, PendingQuestion
@@ -15,8 +15,10 @@ from .models import ChatMessage
 from .records import SessionRecord
 from .runtime import Emit
 from .steering import SteeringInbox
-from .store.sessions import SessionRepository
 from .transcript import TurnJournal
+
+if TYPE_CHECKING:
+    from .store.sessions import SessionRepository
 
 FormAsker = Callable[[PendingQuestion], Awaitable[Outcome]]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .builtin_commands import BUILTIN_COMMANDS
 from .catalog import ModelCatalog, agent_profile
@@ -26,9 +26,11 @@ from .runtime import Runtime
 from .scheduler import AwaitingReply, PromptResult, TurnScheduler
 from .selection import Selector
 from .steering import INJECTED, NO_RUNNING_TURN, QUESTION_PENDING, SteeringRejected, SteeringResult
-from .store import Store
 from .tools import Tool
 from .turn import MessageRoute, TurnExecutor, TurnParts
+
+if TYPE_CHECKING:
+    from .store import Store
 
 __all__ = [
     "AwaitingReply",
