@@ -11,7 +11,7 @@ import uuid
 from dataclasses import fields
 from typing import Any
 
-from sqlalchemy import Row, and_, insert, or_, select, update
+from sqlalchemy import RowMapping, and_, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ..records import SessionRecord, TranscriptEntry
@@ -47,7 +47,7 @@ class SessionRepository(Repository):
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         async with self._engine.connect() as conn:
-            row = (await conn.execute(select(*SESSION_COLUMNS).where(SESSIONS.c.id == session_id))).first()
+            row = (await conn.execute(select(*SESSION_COLUMNS).where(SESSIONS.c.id == session_id))).mappings().first()
         return None if row is None else _session(row)
 
     async def list_sessions(
@@ -69,7 +69,7 @@ class SessionRepository(Repository):
         if after is not None:
             query = query.where(or_(updated < after[0], and_(updated == after[0], ident < after[1])))
         async with self._engine.connect() as conn:
-            return [_session(row) for row in await conn.execute(query)]
+            return [_session(row) for row in (await conn.execute(query)).mappings()]
 
     async def update_session(self, session_id: str, **changes: Any) -> SessionRecord:
         """Change fields of a Session; ``cost_delta`` adds to the cumulative cost."""
@@ -121,15 +121,15 @@ class SessionRepository(Repository):
             .order_by(TRANSCRIPT.c.id)
         )
         async with self._engine.connect() as conn:
-            return [TranscriptEntry(**row._mapping) for row in await conn.execute(query)]
+            return [TranscriptEntry(**row) for row in (await conn.execute(query)).mappings()]
 
 
 def _fields(record: SessionRecord) -> dict[str, Any]:
     return {column.name: getattr(record, column.name) for column in SESSION_COLUMNS}
 
 
-def _session(row: Row[Any]) -> SessionRecord:
-    return SessionRecord(**row._mapping)
+def _session(row: RowMapping) -> SessionRecord:
+    return SessionRecord(**row)
 
 
 async def _append(conn: AsyncConnection, session_id: str, entries: list[Entry], changes: dict[str, Any]) -> SessionRecord | None:
@@ -149,7 +149,7 @@ async def _changed(conn: AsyncConnection, session_id: str, changes: dict[str, An
     values = {**changes, "updated_at": time.time()}
     if delta:
         values["cost_usd"] = SESSIONS.c.cost_usd + delta
-    row = (await conn.execute(update(SESSIONS).where(SESSIONS.c.id == session_id).values(**values).returning(*SESSION_COLUMNS))).first()
+    row = (await conn.execute(update(SESSIONS).where(SESSIONS.c.id == session_id).values(**values).returning(*SESSION_COLUMNS))).mappings().first()
     if row is None:
         raise KeyError(session_id)
     return _session(row)
