@@ -87,6 +87,7 @@ class AcpAgentServer:
         """Serve ``host``, or the one ``start_host`` makes once ``initialize`` is answered (or a request needs it)."""
         self._host = host
         self._start_host = start_host
+        self._starting: asyncio.Future[SessionHost] | None = None
         self.host_ready: asyncio.Future[SessionHost] = asyncio.get_running_loop().create_future()
         if host is not None:
             self.host_ready.set_result(host)
@@ -122,14 +123,14 @@ class AcpAgentServer:
     async def _started(self) -> None:
         """Start the Session Host if it is not yet (once), and wait until it is."""
         if self._host is None:
-            if self._start_host is not None:
-                starter, self._start_host = self._start_host, None
-                asyncio.ensure_future(starter()).add_done_callback(_settle(self.host_ready))
+            if self._start_host is not None and self._starting is None:
+                self._starting = asyncio.ensure_future(self._start_host())
+                self._starting.add_done_callback(_settle(self.host_ready))
             self._host = await asyncio.shield(self.host_ready)
 
     async def started_host(self) -> SessionHost | None:
         """The Session Host once a start already begun has ended; None if none began or it failed."""
-        if self._start_host is None:
+        if self._starting is not None:
             await asyncio.wait({self.host_ready})
         ready = self.host_ready
         return ready.result() if ready.done() and not ready.cancelled() and ready.exception() is None else None
