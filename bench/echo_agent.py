@@ -37,7 +37,7 @@ class EchoAgent:
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         if session_id not in self.sessions:
-            raise RequestError.invalid_params({"sessionId": session_id})
+            raise RequestError.resource_not_found(session_id)  # -32002, as the TypeScript echo agent answers
         assert self.client is not None
         text = "".join(block.text for block in prompt if getattr(block, "type", None) == "text")
         await self.client.session_update(session_id=session_id, update=update_agent_message(text_block(text)))
