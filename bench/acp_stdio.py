@@ -2,7 +2,8 @@
 
     python bench/acp_stdio.py --agent "wld acp" --spawns 10 --prompts 200
 
-Every agent is measured in the same run next to the official-SDK echo agent (the baseline),
+Every agent is measured in the same run next to two official-SDK echo agents: the TypeScript
+SDK's (the baseline, first row) and the Python SDK's (second row, the one `wld acp` is held to),
 with the same lean client: tests/acp_wire.py with schema validation off unless --validate.
 Spawns are interleaved across agents so machine drift hits them alike. Agents run in the repo
 root with this interpreter's bin directory (the virtualenv's, where `wld` lives) first on PATH.
@@ -27,6 +28,7 @@ sys.path.insert(0, str(REPO_ROOT / "tests"))
 from acp_wire import WireClient  # noqa: E402
 
 BASELINE = "node bench/echo_agent.mjs"
+PYTHON_BASELINE = f"{sys.executable} bench/echo_agent.py"
 AGENT_ENV = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 WARMUP_PROMPTS = 10
 INITIALIZE = {
@@ -97,22 +99,28 @@ def ratio(value: float | None, baseline: float | None) -> str:
 
 
 def table(results: list[Result]) -> str:
-    """Markdown table of the results with ratios to the baseline (first row)."""
-    base = results[0]
-    base_init = statistics.median(base.initialize_s) if base.error is None else None
+    """Markdown table of the results with ratios to the TypeScript (first row) and Python (second row) echo agents."""
+    typescript, python = results[0], results[1]
+
+    def init_of(result: Result) -> float | None:
+        return statistics.median(result.initialize_s) if result.error is None else None
+
     lines = [
-        "| agent | initialize median (ms) | vs echo (lower is better) | prompts/s | vs echo (higher is better) |",
-        "| --- | ---: | ---: | ---: | ---: |",
+        "| agent | initialize median (ms) | vs TS echo | vs Python echo (lower is better) "
+        "| prompts/s | vs TS echo | vs Python echo (higher is better) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for result in results:
         if result.error is not None:
             reason = " ".join(result.error.split())[:160].replace("|", "\\|")
-            lines.append(f"| `{result.agent}` | failed: {reason} | | | |")
+            lines.append(f"| `{result.agent}` | failed: {reason} | | | | | |")
             continue
-        init = statistics.median(result.initialize_s)
+        init = init_of(result)
+        assert init is not None
         lines.append(
-            f"| `{result.agent}` | {init * 1000:.1f} | {ratio(init, base_init)} "
-            f"| {result.prompts_per_s:.0f} | {ratio(result.prompts_per_s, base.prompts_per_s)} |"
+            f"| `{result.agent}` | {init * 1000:.1f} | {ratio(init, init_of(typescript))} | {ratio(init, init_of(python))} "
+            f"| {result.prompts_per_s:.0f} | {ratio(result.prompts_per_s, typescript.prompts_per_s)} "
+            f"| {ratio(result.prompts_per_s, python.prompts_per_s)} |"
         )
     return "\n".join(lines)
 
@@ -122,11 +130,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agent", action="append", default=[], help="agent command line (repeatable)")
     parser.add_argument("--baseline", default=BASELINE, help=f"reference agent (default: {BASELINE})")
+    parser.add_argument("--python-baseline", default=PYTHON_BASELINE, help="second reference agent (default: the Python SDK's echo agent)")
     parser.add_argument("--spawns", type=int, default=10, help="spawns per agent for the initialize median")
     parser.add_argument("--prompts", type=int, default=200, help="timed sequential prompts per agent")
     parser.add_argument("--validate", action="store_true", help="validate every message (slower client)")
     args = parser.parse_args()
-    agents = [args.baseline, *(agent for agent in args.agent if agent != args.baseline)]
+    references = [args.baseline, args.python_baseline]
+    agents = [*references, *(agent for agent in args.agent if agent not in references)]
     results = asyncio.run(measure(agents, args.spawns, args.prompts, args.validate))
     node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip() or "?"
     print(f"spawns={args.spawns} prompts={args.prompts} (+{WARMUP_PROMPTS} warm-up) "

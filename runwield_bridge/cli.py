@@ -10,13 +10,14 @@ import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from importlib.metadata import version
+from typing import TYPE_CHECKING
 
 from . import redaction
-from .app import App, agent_endpoints, open_workspace, run_chat, serve_workspace
 from .config import ConfigError, Settings, load_settings
-from .core.sessions import SessionNotFound
-from .core.store.migrate import SchemaError
-from .host import load_plugins
+
+if TYPE_CHECKING:  # each command imports what it uses, so `wld acp` answers initialize before loading the rest
+    from .app import App
+    from .core.sessions import SessionHost
 
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
 SESSION_ROW = "{:<36}  {:<16}  {:<14} {:>10}  {}"  # `wld sessions`: id, updated, model, cost, title
@@ -31,15 +32,27 @@ def _setup_logging(settings: Settings, verbose: int) -> None:
 async def cmd_acp(args: argparse.Namespace, settings: Settings) -> int:
     from .acp.serve import serve_stdio
 
-    app = await App.start(settings)
+    started: list[App] = []
+
+    async def start_host() -> SessionHost:
+        """Started once ``initialize`` is answered: the store, the plugins and the Session Host."""
+        from .app import App
+
+        started.append(await App.start(settings))
+        return started[0].host
+
+    configured_vision = any(model.vision for model in settings.models.values())  # what initialize can say before the host
     try:
-        await serve_stdio(app.host)
+        await serve_stdio(start_host, accepts_images=configured_vision)
     finally:
-        await app.close()
+        for app in started:
+            await app.close()
     return 0
 
 
 async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
+    from .app import App, run_chat
+
     app = await App.start(settings)
     try:
         return await run_chat(app.host, session_id=args.session, cwd=args.cwd)
@@ -48,6 +61,7 @@ async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
+    from .app import App, agent_endpoints, open_workspace
     from .bridge.runner import NO_CHANNELS, BridgeService, run_bridge
 
     if not settings.channels:  # before anything is created
@@ -66,6 +80,8 @@ async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_workspace(args: argparse.Namespace, settings: Settings) -> int:
+    from .app import App, serve_workspace
+
     app = await App.start(settings)
     try:
         return await serve_workspace(app, open_browser=args.open)
@@ -74,6 +90,9 @@ async def cmd_workspace(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
+    from .app import App
+    from .core.sessions import SessionNotFound
+
     app = await App.start(settings)
     try:
         if args.action in ("archive", "unarchive"):
@@ -102,6 +121,8 @@ async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_plans(args: argparse.Namespace, settings: Settings) -> int:
+    from .app import App
+
     app = await App.start(settings)
     try:
         plans = await (app.plans.for_project(args.project) if args.project else app.store.plans.list_plans())
@@ -117,6 +138,8 @@ async def cmd_plans(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_plugins(args: argparse.Namespace, settings: Settings) -> int:
+    from .host import load_plugins
+
     plugins = load_plugins(settings.plugins.allow, settings.plugins.block)
     for plugin in plugins.loaded:
         print(f"{plugin.name}  ({plugin.source})  hooks: {', '.join(plugin.hooks) or '-'}")
@@ -223,14 +246,18 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"wld: configuration error: {exc}", file=sys.stderr)
         return 2
-    except SchemaError as exc:
-        print(f"wld: database error: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `wld sessions | head`: the reader left; the rest of the output goes nowhere
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as exc:
+        from .core.store.migrate import SchemaError  # here, not at the top: `wld acp` imports no store before initialize
+
+        if not isinstance(exc, SchemaError):
+            raise
+        print(f"wld: database error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

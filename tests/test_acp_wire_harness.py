@@ -9,6 +9,7 @@ import pytest
 from acp_wire import REPO_ROOT, RpcError, WireClient, WireViolation, schema_path
 
 ECHO_AGENT = ["node", str(REPO_ROOT / "bench" / "echo_agent.mjs")]
+PYTHON_ECHO_AGENT = [sys.executable, str(REPO_ROOT / "bench" / "echo_agent.py")]  # the benchmarks' second baseline
 INITIALIZE = {
     "protocolVersion": 1,
     "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False},
@@ -52,9 +53,10 @@ def prompt(session_id: str, text: str) -> dict[str, Any]:
     return {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
 
 
-async def test_sdk_echo_agent_conforms(tmp_path: Path) -> None:
-    """initialize, session/new and a streamed session/prompt from the official SDK all validate."""
-    async with WireClient.spawn(ECHO_AGENT, cwd=tmp_path) as client:
+@pytest.mark.parametrize("agent", [ECHO_AGENT, PYTHON_ECHO_AGENT], ids=["typescript-sdk", "python-sdk"])
+async def test_sdk_echo_agent_conforms(tmp_path: Path, agent: list[str]) -> None:
+    """initialize, session/new and a streamed session/prompt from the official SDKs' echo agents all validate."""
+    async with WireClient.spawn(agent, cwd=tmp_path) as client:
         init = await client.call("initialize", INITIALIZE)
         assert init["protocolVersion"] == 1
         session = await client.call("session/new", {"cwd": str(tmp_path), "mcpServers": []})

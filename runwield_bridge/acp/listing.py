@@ -7,15 +7,17 @@ import binascii
 import json
 import os
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp import RequestError
 from acp.schema import ListSessionsRequest, ListSessionsResponse, SessionInfo
 from pydantic import ValidationError
 
 from ..core.records import SessionRecord
-from ..core.store.sessions import SessionRepository
 from .extensions import ARCHIVED, INCLUDE_ARCHIVED
+
+if TYPE_CHECKING:
+    from ..core.store.sessions import SessionRepository
 
 PAGE_SIZE = 50
 

@@ -1,4 +1,5 @@
-"""Running the ACP agent server: on stdio (`wld acp`) or on an in-memory pipe inside this process."""
+"""Running the ACP agent server: on stdio (`wld acp`), on a transport such as a WebSocket, or on an in-memory pipe
+inside this process."""
 
 from __future__ import annotations
 
@@ -10,18 +11,42 @@ from acp.connection import Connection
 
 from ..core.sessions import SessionHost
 from .sdk_gaps import MemoryEnd, MessageTransport, memory_pair
-from .server import AcpAgentServer
+from .server import AcpAgentServer, HostStarter
 from .transport import protocol_stdio
 
 
-async def serve_stdio(host: SessionHost) -> None:
-    """Serve one ACP client on stdin/stdout until it closes the stream; then running turns settle as cancelled."""
-    await serve_transport(host, await protocol_stdio(), at_end=host.shutdown)
+async def serve_stdio(start_host: HostStarter, *, accepts_images: bool = False) -> None:
+    """Serve one ACP client on stdin/stdout until it closes the stream. The Session Host is started by
+    ``start_host`` once ``initialize`` is answered, so an IDE does not wait for the store and the plugins; if it
+    cannot start, serving stops and its error is raised. ``accepts_images``: what ``initialize`` advertises
+    before the host has started (some configured model sees images)."""
+    transport = await protocol_stdio()
+    server = AcpAgentServer(start_host=start_host, accepts_images=accepts_images)
+    conn = Connection(server, transport, listening=False)
+    server.attach(conn)
+    receiving = asyncio.ensure_future(conn.main_loop())
+    server.host_ready.add_done_callback(lambda ready: _failed(ready) and receiving.cancel())
+    try:
+        await receiving
+    except asyncio.CancelledError:
+        if not _failed(server.host_ready):
+            raise
+    finally:
+        if (host := await server.started_host()) is not None:
+            await host.shutdown()  # the client is gone: running turns settle as cancelled
+        await server.drain()
+        await conn.close()
+    if _failed(server.host_ready):
+        raise server.host_ready.exception()  # type: ignore[misc]
+
+
+def _failed(ready: asyncio.Future[SessionHost]) -> bool:
+    return ready.done() and not ready.cancelled() and ready.exception() is not None
 
 
 async def serve_transport(host: SessionHost, transport: MessageTransport, at_end: Callable[[], Awaitable[None]] | None = None) -> None:
-    """Serve one ACP client on ``transport`` until its input ends (stdio, a WebSocket), then run ``at_end``;
-    requests already received still get their answers."""
+    """Serve one ACP client of a running Session Host on ``transport`` (a WebSocket) until its input ends, then run
+    ``at_end``; requests already received still get their answers."""
     server = AcpAgentServer(host)
     conn = Connection(server, transport, listening=False)
     server.attach(conn)

@@ -81,6 +81,9 @@ NOT_FOUND_CODE = -32002
 FORM_ATTEMPTS = 3  # a form whose answer is not usable is shown again, at most this many times in all
 Handler = Callable[..., Awaitable[Any]]
 Route = tuple[str, type[BaseModel], Handler]  # the official schema's params type, the SDK's model, the handler
+HostStarter = Callable[[], Awaitable[SessionHost]]
+HOSTLESS_METHODS = frozenset({"initialize", "authenticate"})
+"""Answered without the Session Host, so an IDE is not kept waiting while the store opens."""
 
 
 class AcpAgentServer:
@@ -91,8 +94,16 @@ class AcpAgentServer:
     Host, plus the few the transport calls (attach, drain, send_update, emitter).
     """
 
-    def __init__(self, host: SessionHost) -> None:
-        self.host = host
+    def __init__(self, host: SessionHost | None = None, *, start_host: HostStarter | None = None, accepts_images: bool = False) -> None:
+        """Serve ``host``, or the one ``start_host`` makes once ``initialize`` is answered (or a request needs it);
+        ``accepts_images`` is what ``initialize`` advertises when it is answered before that host has started."""
+        self._host = host
+        self._start_host = start_host
+        self._accepts_images = accepts_images
+        self._starting: asyncio.Future[SessionHost] | None = None
+        self.host_ready: asyncio.Future[SessionHost] = asyncio.get_running_loop().create_future()
+        if host is not None:
+            self.host_ready.set_result(host)
         self.conn: Connection | None = None
         self.client_capabilities: dict[str, Any] = {}
         self._typing_other: dict[str, str] = {}  # session id -> the interview question whose Other text is owed
@@ -121,6 +132,26 @@ class AcpAgentServer:
     def effects(self) -> EffectLedger:
         """Mutating requests once per ``requestId``, on views that are current (``effects.py``)."""
         return EffectLedger(self.host.store.workspace, self.host.store.sessions)
+
+    @property
+    def host(self) -> SessionHost:
+        assert self._host is not None, "only initialize and authenticate are answered before the Session Host starts"
+        return self._host
+
+    async def _started(self) -> None:
+        """Start the Session Host if it is not yet (once), and wait until it is."""
+        if self._host is None:
+            if self._start_host is not None and self._starting is None:
+                self._starting = asyncio.ensure_future(self._start_host())
+                self._starting.add_done_callback(_settle(self.host_ready))
+            self._host = await asyncio.shield(self.host_ready)
+
+    async def started_host(self) -> SessionHost | None:
+        """The Session Host once a start already begun has ended; None if none began or it failed."""
+        if self._starting is not None:
+            await asyncio.wait({self.host_ready})
+        ready = self.host_ready
+        return ready.result() if ready.done() and not ready.cancelled() and ready.exception() is None else None
 
     def attach(self, conn: Connection) -> None:
         self.conn = conn
@@ -158,6 +189,9 @@ class AcpAgentServer:
         task = asyncio.current_task()
         self._inflight.add(task)
         try:
+            if method in HOSTLESS_METHODS:
+                return await handler(request)
+            await self._started()
             return await self.effects.run(method, params, functools.partial(handler, request))
         finally:
             self._inflight.discard(task)
@@ -185,6 +219,8 @@ class AcpAgentServer:
 
     async def initialize(self, request: InitializeRequest) -> InitializeResponse:
         self.client_capabilities = request.client_capabilities.model_dump(by_alias=True, exclude_none=True) if request.client_capabilities else {}
+        if self._host is None:
+            self._after_response(self._started())
         sessions = SessionCapabilities(
             list=SessionListCapabilities(), resume=SessionResumeCapabilities(), delete=SessionDeleteCapabilities(), close=SessionCloseCapabilities()
         )
@@ -192,7 +228,7 @@ class AcpAgentServer:
             protocol_version=PROTOCOL_VERSION,  # the only version we speak, whatever was asked
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(image=self.host.accepts_images, audio=False, embedded_context=True),
+                prompt_capabilities=PromptCapabilities(image=self._images_accepted(), audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=False, sse=False),
                 session_capabilities=sessions,
             ),
@@ -200,6 +236,9 @@ class AcpAgentServer:
             auth_methods=[],
             field_meta=initialize_meta(),
         )
+
+    def _images_accepted(self) -> bool:
+        return self._host.accepts_images if self._host is not None else self._accepts_images
 
     async def authenticate(self, request: AuthenticateRequest) -> dict[str, Any]:
         """No authentication method is advertised, so no ``methodId`` can match one (-32602)."""
@@ -469,3 +508,17 @@ def _checked_cwd(cwd: str) -> str:
     if not os.path.isdir(cwd):
         raise RequestError.invalid_params({"cwd": cwd, "details": "cwd is not an existing directory"})
     return cwd
+
+
+def _settle(future: asyncio.Future[SessionHost]) -> Callable[[asyncio.Future[SessionHost]], None]:
+    """A done-callback that passes a task's result or error on to ``future``."""
+
+    def settle(task: asyncio.Future[SessionHost]) -> None:
+        if task.cancelled():
+            future.cancel()
+        elif (error := task.exception()) is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(task.result())
+
+    return settle

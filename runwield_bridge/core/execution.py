@@ -8,15 +8,17 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .events import Event, Notice, ToolProgress
 from .git import GitError, git, identity_env, remove_stale_locks, snapshot_tree
 from .locks import Lock
 from .plans import PlanBook
 from .records import ExecutionRecord, ExecutionStep
-from .store import Store
 from .validation import CommandResult, ValidationReport, run_command, tail
+
+if TYPE_CHECKING:
+    from .store import Store
 
 ExecutionState = Literal[
     "running", "pairing", "interrupted", "held", "validated", "validation_failed", "unvalidated", "published",

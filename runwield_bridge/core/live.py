@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .background import BackgroundTasks
 from .events import Event, QuestionAsked, ToolProgress
@@ -15,10 +16,12 @@ from .models import ChatMessage
 from .records import SessionRecord
 from .runtime import Emit
 from .steering import SteeringInbox
-from .store.sessions import SessionRepository
 from .tool_servers import ToolServers
 from .tools import Tool
 from .transcript import TurnJournal
+
+if TYPE_CHECKING:
+    from .store.sessions import SessionRepository
 
 FormAsker = Callable[[PendingQuestion], Awaitable[Outcome]]
 

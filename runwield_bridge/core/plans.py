@@ -6,13 +6,15 @@ import hashlib
 import re
 import uuid
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .events import PlanAction, PlanSaved
 from .models import ToolSpec
 from .records import PlanRecord, PlanRevisionRecord
-from .store import Store
 from .tools import Tool, ToolContext, ToolError
+
+if TYPE_CHECKING:
+    from .store import Store
 
 PlanState = Literal[
     "draft", "in_review", "changes_requested", "approved", "executing", "interrupted", "held", "published", "abandoned"

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from .events import Event, Notice
 from .live import LiveSession
 from .models import ChatMessage
 from .runtime import TurnResult
-from .store.sessions import SessionRepository
 from .transcript import INTERRUPTED_ENTRY, TurnJournal, replay
+
+if TYPE_CHECKING:
+    from .store.sessions import SessionRepository
 
 TITLE_LENGTH = 60
 ORPHANED_QUESTION = (

@@ -12,11 +12,13 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .plans import PlanBook
 from .records import PlanRecord, ReviewRecord
-from .store import Store
+
+if TYPE_CHECKING:
+    from .store import Store
 
 REVIEW_PATH = "/review/"
 LINK_NOT_KEPT = "(the link was sent earlier and is not kept; send /plan-review to get a new one)"

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .catalog import ModelCatalog, UnknownChoice, agent_profile
 from .events import Notice, SelectionChanged
 from .metrics import WorkflowMetrics
 from .records import SessionRecord
 from .runtime import Emit
-from .store.sessions import SessionRepository
 
+if TYPE_CHECKING:
+    from .store.sessions import SessionRepository
 
 
 class Selector:

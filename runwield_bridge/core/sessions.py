@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .builtin_commands import BUILTIN_COMMANDS
 from .catalog import ModelCatalog, agent_profile
@@ -27,12 +27,14 @@ from .runtime import Runtime
 from .scheduler import AwaitingReply, PromptResult, TurnScheduler
 from .selection import Selector
 from .steering import INJECTED, NO_RUNNING_TURN, QUESTION_PENDING, SteeringRejected, SteeringResult
-from .store import Store
 from .tool_gate import ToolGate, ToolRules, TranscriptGrants
 from .tool_servers import StartToolServers, StdioServerSpec
 from .tools import COMMAND_TIMEOUT, Tool
 from .vision import Image, ImagesUnsupported, Vision
 from .turn import MessageRoute, TurnExecutor, TurnParts
+
+if TYPE_CHECKING:
+    from .store import Store
 
 __all__ = [
     "AwaitingReply",

@@ -6,12 +6,14 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .events import Event, MessageChunk, Notice, PlanLink, PlanSaved, Thought, ToolProgress, UserMessage
 from .reviews import without_links
 from .records import SessionRecord, TranscriptEntry
-from .store.sessions import Entry, SessionRepository
+
+if TYPE_CHECKING:
+    from .store.sessions import Entry, SessionRepository
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

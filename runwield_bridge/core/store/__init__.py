@@ -72,7 +72,7 @@ class Store:
             # Each held writer lock keeps a connection of its own: a pool apart, so many turns never starve the queries.
             self.lock_engine = create_async_engine(url, isolation_level="AUTOCOMMIT", max_overflow=-1, hide_parameters=True)
         connect = async_sessionmaker(self.engine, class_=AsyncSession, expire_on_commit=False)
-        self.sessions = SessionRepository(connect)
+        self.sessions = SessionRepository(connect, self.engine)
         self.plans = PlanRepository(connect)
         self.reviews = ReviewRepository(connect)
         self.executions = ExecutionRepository(connect)

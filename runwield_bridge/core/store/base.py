@@ -47,9 +47,11 @@ class Repository:
                 return False
 
     async def _all(self, record_type: type[R], query: Any) -> list[R]:
-        """The records of the rows a query selects."""
+        """The records of the rows a query selects, read as plain rows (no ORM objects: some run on every turn)."""
         async with self._db() as db:
-            return [frozen(record_type, row) for row in (await db.exec(query)).all()]
+            conn = await db.connection()
+            names = [f.name for f in fields(record_type)]  # type: ignore[arg-type]
+            return [record_type(**{name: row[name] for name in names}) for row in (await conn.execute(query)).mappings()]
 
 
 def frozen(record_type: type[R], row: SQLModel) -> R:

@@ -1,22 +1,31 @@
-"""Sessions with their append-only transcripts and their turns: one aggregate, written together."""
+"""Sessions with their append-only transcripts and their turns: one aggregate, written together.
+
+These are a turn's hot path, so they are SQLAlchemy Core statements on a connection (no ORM unit of work):
+each method is one transaction with as few statements, and as few thread hand-offs to the driver, as it needs."""
 
 from __future__ import annotations
 
 import json
 import time
 import uuid
+from dataclasses import fields
 from typing import Any
 
-from sqlalchemy import and_, func, or_
-from sqlmodel import col, select, update
-from sqlmodel.ext.asyncio.session import AsyncSession
+from sqlalchemy import RowMapping, and_, func, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ..records import SessionRecord, TranscriptEntry
-from .base import Repository, frozen
+from .base import Connect, Repository
 from .tables import SessionRow, TranscriptRow, TurnRow
 
 Entry = tuple[str, str, dict[str, Any]]
 """A transcript entry to append: kind, text and data."""
+
+SESSIONS = SessionRow.__table__
+TRANSCRIPT = TranscriptRow.__table__
+TURNS = TurnRow.__table__
+SESSION_COLUMNS = [SESSIONS.c[f.name] for f in fields(SessionRecord)]
+ENTRY_COLUMNS = [TRANSCRIPT.c[f.name] for f in fields(TranscriptEntry)]
 
 
 def new_session_id() -> str:
@@ -26,15 +35,20 @@ def new_session_id() -> str:
 class SessionRepository(Repository):
     """Sessions, their transcripts and their turns."""
 
+    def __init__(self, connect: Connect, engine: AsyncEngine) -> None:
+        super().__init__(connect)
+        self._engine = engine
+
     async def create_session(self, *, cwd: str, agent: str, model: str, reasoning: str | None, title: str = "") -> SessionRecord:
-        row = SessionRow(id=new_session_id(), cwd=cwd, agent=agent, model=model, reasoning=reasoning, title=title)
-        async with self._db() as db:
-            db.add(row)
-            await db.commit()
-            return frozen(SessionRecord, row)
+        record = SessionRecord(id=new_session_id(), cwd=cwd, agent=agent, model=model, reasoning=reasoning, title=title)
+        async with self._engine.begin() as conn:
+            await conn.execute(insert(SESSIONS).values(**_fields(record)))
+        return record
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
-        return await self._get(SessionRecord, SessionRow, session_id)
+        async with self._engine.connect() as conn:
+            row = (await conn.execute(select(*SESSION_COLUMNS).where(SESSIONS.c.id == session_id))).mappings().first()
+        return None if row is None else _session(row)
 
     async def list_sessions(
         self,
@@ -46,27 +60,26 @@ class SessionRepository(Repository):
     ) -> list[SessionRecord]:
         """Sessions, most recently updated first (ties by id): those in ``cwd`` when given, only those after the
         ``(updated_at, id)`` of ``after`` (a page's last Session), at most ``limit``."""
-        updated, ident = col(SessionRow.updated_at), col(SessionRow.id)
-        query = select(SessionRow).order_by(updated.desc(), ident.desc()).limit(limit)
+        updated, ident = SESSIONS.c.updated_at, SESSIONS.c.id
+        query = select(*SESSION_COLUMNS).order_by(updated.desc(), ident.desc()).limit(limit)
         if not include_archived:
-            query = query.where(col(SessionRow.archived).is_(False))
+            query = query.where(SESSIONS.c.archived.is_(False))
         if cwd is not None:
-            query = query.where(col(SessionRow.cwd) == cwd)
+            query = query.where(SESSIONS.c.cwd == cwd)
         if after is not None:
             query = query.where(or_(updated < after[0], and_(updated == after[0], ident < after[1])))
-        return await self._all(SessionRecord, query)
+        async with self._engine.connect() as conn:
+            return [_session(row) for row in (await conn.execute(query)).mappings()]
 
     async def update_session(self, session_id: str, **changes: Any) -> SessionRecord:
         """Change fields of a Session; ``cost_delta`` adds to the cumulative cost."""
-        async with self._db() as db:
-            row = await _changed(db, session_id, changes)
-            await db.commit()
-            return frozen(SessionRecord, row)
+        async with self._engine.begin() as conn:
+            return await _changed(conn, session_id, changes)
 
     async def append_many(self, session_id: str, entries: list[Entry], **changes: Any) -> SessionRecord | None:
         """Append transcript entries and apply Session changes (as ``update_session``) in one transaction."""
-        async with self._db() as db:
-            return await _committed(db, await _append(db, session_id, entries, changes))
+        async with self._engine.begin() as conn:
+            return await _append(conn, session_id, entries, changes)
 
     async def begin_turn(
         self, session_id: str, turn_id: str, entries: list[Entry], interrupted: Entry, **changes: Any
@@ -74,86 +87,87 @@ class SessionRepository(Repository):
         """Start a turn with its first entries and Session changes, in one transaction. Turns of the Session still
         running are interrupted first (only one turn runs at a time, so their process ended), each with the
         ``interrupted`` entry."""
-        async with self._db() as db:
-            await _interrupt(db, session_id, None, interrupted)
-            db.add(TurnRow(id=turn_id, session_id=session_id))
-            return await _committed(db, await _append(db, session_id, entries, changes))
+        async with self._engine.begin() as conn:
+            await _interrupt(conn, session_id, None, interrupted)
+            await conn.execute(insert(TURNS).values(id=turn_id, session_id=session_id, state="running", started_at=time.time()))
+            return await _append(conn, session_id, entries, changes)
 
     async def end_turn(
         self, session_id: str, turn_id: str, stop_reason: str, entries: list[Entry], **changes: Any
     ) -> SessionRecord | None:
         """Settle a turn with its last entries and Session changes, in one transaction."""
-        async with self._db() as db:
-            await db.exec(
-                update(TurnRow)
-                .where(col(TurnRow.id) == turn_id)
-                .values(state="settled", stop_reason=stop_reason, ended_at=time.time())
+        async with self._engine.begin() as conn:
+            await conn.execute(
+                update(TURNS).where(TURNS.c.id == turn_id).values(state="settled", stop_reason=stop_reason, ended_at=time.time())
             )
-            return await _committed(db, await _append(db, session_id, entries, changes))
+            return await _append(conn, session_id, entries, changes)
 
     async def running_turns(self, session_id: str) -> list[str]:
         """Ids of the Session's turns that have not settled."""
-        query = select(TurnRow.id).where(TurnRow.session_id == session_id, TurnRow.state == "running")
-        async with self._db() as db:
-            return list((await db.exec(query)).all())
+        query = select(TURNS.c.id).where(TURNS.c.session_id == session_id, TURNS.c.state == "running")
+        async with self._engine.connect() as conn:
+            return list((await conn.execute(query)).scalars())
 
     async def interrupt_turns(self, session_id: str, turn_ids: list[str], interrupted: Entry) -> None:
         """Mark those of ``turn_ids`` still running interrupted, each with the ``interrupted`` entry, once."""
-        async with self._db() as db:
-            await _interrupt(db, session_id, turn_ids, interrupted)
-            await db.commit()
+        async with self._engine.begin() as conn:
+            await _interrupt(conn, session_id, turn_ids, interrupted)
 
     async def transcript(self, session_id: str, after: int = 0) -> list[TranscriptEntry]:
         """The Session's transcript, oldest first; ``after`` skips entries up to that id."""
         query = (
-            select(TranscriptRow)
-            .where(TranscriptRow.session_id == session_id, col(TranscriptRow.id) > after)
-            .order_by(col(TranscriptRow.id))
+            select(*ENTRY_COLUMNS)
+            .where(TRANSCRIPT.c.session_id == session_id, TRANSCRIPT.c.id > after)
+            .order_by(TRANSCRIPT.c.id)
         )
-        return await self._all(TranscriptEntry, query)
-
+        async with self._engine.connect() as conn:
+            return [TranscriptEntry(**row) for row in (await conn.execute(query)).mappings()]
 
     async def revision(self, session_id: str) -> int:
         """The Session's transcript revision: the id of its latest entry (0 before the first); it only grows."""
-        query = select(func.max(TranscriptRow.id)).where(TranscriptRow.session_id == session_id)
-        async with self._db() as db:
-            return (await db.exec(query)).one() or 0
+        query = select(func.max(TRANSCRIPT.c.id)).where(TRANSCRIPT.c.session_id == session_id)
+        async with self._engine.connect() as conn:
+            return (await conn.execute(query)).scalar() or 0
 
 
-async def _committed(db: AsyncSession, row: SessionRow | None) -> SessionRecord | None:
-    await db.commit()
-    return None if row is None else frozen(SessionRecord, row)
+def _fields(record: SessionRecord) -> dict[str, Any]:
+    return {column.name: getattr(record, column.name) for column in SESSION_COLUMNS}
 
 
-async def _append(db: AsyncSession, session_id: str, entries: list[Entry], changes: dict[str, Any]) -> SessionRow | None:
-    """Add transcript entries and apply Session changes in ``db``; the changed Session, if any."""
-    for kind, text, data in entries:
-        db.add(TranscriptRow(session_id=session_id, kind=kind, text=text, data=json.dumps(data)))
-    return await _changed(db, session_id, changes) if changes else None
+def _session(row: RowMapping) -> SessionRecord:
+    return SessionRecord(**row)
 
 
-async def _changed(db: AsyncSession, session_id: str, changes: dict[str, Any]) -> SessionRow:
-    """Apply Session changes in ``db`` in one UPDATE: ``cost_delta`` adds to the cost in the database (writers beside
-    each other never lose an addition), the rest are set; ``updated_at`` is stamped."""
-    values = dict(changes)
-    if delta := values.pop("cost_delta", 0.0):
-        values["cost_usd"] = col(SessionRow.cost_usd) + delta
-    query = update(SessionRow).where(col(SessionRow.id) == session_id).values(**values, updated_at=time.time())
-    row = (await db.exec(query.returning(SessionRow), execution_options={"populate_existing": True})).scalars().first()
+async def _append(conn: AsyncConnection, session_id: str, entries: list[Entry], changes: dict[str, Any]) -> SessionRecord | None:
+    """Add transcript entries (one statement) and apply Session changes on ``conn``; the changed Session, if any."""
+    if entries:
+        now = time.time()
+        rows = [{"session_id": session_id, "kind": kind, "text": text, "data": json.dumps(data), "created_at": now} for kind, text, data in entries]
+        await conn.execute(insert(TRANSCRIPT), rows)
+    return await _changed(conn, session_id, changes) if changes else None
+
+
+async def _changed(conn: AsyncConnection, session_id: str, changes: dict[str, Any]) -> SessionRecord:
+    """Apply Session changes on ``conn`` in one statement: ``cost_delta`` adds to the cost (in the database, so
+    concurrent writers never lose an addition), the rest are set; ``updated_at`` is stamped."""
+    changes = dict(changes)
+    delta = changes.pop("cost_delta", 0.0)
+    values = {**changes, "updated_at": time.time()}
+    if delta:
+        values["cost_usd"] = SESSIONS.c.cost_usd + delta
+    row = (await conn.execute(update(SESSIONS).where(SESSIONS.c.id == session_id).values(**values).returning(*SESSION_COLUMNS))).mappings().first()
     if row is None:
         raise KeyError(session_id)
-    return row
+    return _session(row)
 
 
-async def _interrupt(db: AsyncSession, session_id: str, turn_ids: list[str] | None, entry: Entry) -> None:
+async def _interrupt(conn: AsyncConnection, session_id: str, turn_ids: list[str] | None, entry: Entry) -> None:
     """Mark the Session's running turns (those of ``turn_ids`` when given) interrupted in one statement, so two
     processes never mark a turn twice, and add ``entry``, with the turn's id, for each."""
-    condition = [col(TurnRow.session_id) == session_id, col(TurnRow.state) == "running"]
+    condition = [TURNS.c.session_id == session_id, TURNS.c.state == "running"]
     if turn_ids is not None:
-        condition.append(col(TurnRow.id).in_(turn_ids))
-    marked = await db.exec(
-        update(TurnRow).where(*condition).values(state="interrupted", ended_at=time.time()).returning(TurnRow.id)
-    )
+        condition.append(TURNS.c.id.in_(turn_ids))
+    marked = await conn.execute(update(TURNS).where(*condition).values(state="interrupted", ended_at=time.time()).returning(TURNS.c.id))
     kind, text, data = entry
-    for turn_id in sorted(marked.scalars().all()):
-        db.add(TranscriptRow(session_id=session_id, kind=kind, text=text, data=json.dumps({**data, "turn": turn_id})))
+    stamped = [(kind, text, {**data, "turn": turn_id}) for turn_id in sorted(marked.scalars().all())]
+    await _append(conn, session_id, stamped, {})
