@@ -83,6 +83,7 @@ class App:
     async def start(cls, settings: Settings, plugins: PluginHost | None = None) -> App:
         plugins = plugins or load_plugins(settings.plugins.allow, settings.plugins.block)
         catalog = build_catalog(settings, plugins)
+        catalog.external = tuple(settings.agents)
         check_runtime(settings)
         for key, check in (("model", catalog.info), ("agent", agent_profile)):
             try:
@@ -111,6 +112,7 @@ class App:
                 settings.sessions.model,
                 settings.sessions.agent,
                 runtime=RuntimeSwitch(NativeRuntime(catalog), AcpRuntime(external_agents, choices), choices),
+                runtimes=choices,
                 commands=CommandRegistry(plugins.commands()),
                 metrics=WorkflowMetrics.in_state_dir(settings.state_dir, settings.workflow_metrics),
                 question_timeout=settings.sessions.question_timeout or None,

@@ -156,3 +156,55 @@ async def test_a_runtime_that_is_not_configured_or_used_as_a_model_is_a_config_e
     async with WireClient.spawn([WLD, "acp"], cwd=tmp_path, env={"WLD_CONFIG": str(tmp_path / "wld.toml")}) as client:
         await client.proc.wait()
         assert error in client.stderr
+
+
+# the picker: models, then the external agents
+
+
+def model_option(options: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(option for option in options if option["id"] == "model")
+
+
+async def set_model(client: WireClient, sid: str, value: str) -> dict[str, Any]:
+    return await client.request("session/set_config_option", {"sessionId": sid, "configId": "model", "value": value})
+
+
+async def test_the_model_picker_lists_external_agents_after_the_models_and_switches_the_runtime(tmp_path: Path) -> None:
+    (tmp_path / "wld.toml").write_text(asking_config(tmp_path).replace('runtime = "acp:asker"', ""))
+    async with WireClient.spawn([WLD, "acp"], cwd=tmp_path, env={"WLD_CONFIG": str(tmp_path / "wld.toml")}) as client:
+        await client.call("initialize", INIT)
+        created = await client.call("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        sid, picker = created["sessionId"], model_option(created["configOptions"])
+        assert picker["currentValue"] == "scripted"
+        assert picker["options"][-1] == {"value": "acp:asker", "name": "asker (external agent)", "description": "[agents.asker] drives the turns"}
+        assert [o["value"] for o in picker["options"]].index("acp:asker") > [o["value"] for o in picker["options"]].index("scripted")
+        switched = await set_model(client, sid, "acp:asker")
+        assert model_option(switched["result"]["configOptions"])["currentValue"] == "acp:asker"
+        assert not any(o["id"] == "thought_level" for o in switched["result"]["configOptions"])
+        start = len(client.messages)
+        await say(client, sid, "hello")
+        assert text_since(client, start, sid) == "echo: hello"
+        back = await set_model(client, sid, "scripted")
+        assert model_option(back["result"]["configOptions"])["currentValue"] == "scripted"
+        start = len(client.messages)
+        await say(client, sid, "hello")
+        assert text_since(client, start, sid) == "You said: hello"
+        unknown = await set_model(client, sid, "acp:nobody")
+        assert "unknown external agent 'acp:nobody'" in unknown["error"]["data"]["details"]
+
+
+async def test_a_session_on_an_external_agent_needs_no_key_and_switching_back_without_one_names_it(tmp_path: Path) -> None:
+    models = '[models.gpt]\nprovider = "openai"\nmodel = "gpt-4o"\n'
+    (tmp_path / "wld.toml").write_text(asking_config(tmp_path, 'model = "gpt"').replace("[agents.asker]", models + "[agents.asker]"))
+    env = {"WLD_CONFIG": str(tmp_path / "wld.toml"), "OPENAI_API_KEY": ""}
+    async with WireClient.spawn([WLD, "acp"], cwd=tmp_path, env=env) as client:
+        await client.call("initialize", INIT)
+        sid = (await client.call("session/new", {"cwd": str(tmp_path), "mcpServers": []}))["sessionId"]
+        start = len(client.messages)
+        await say(client, sid, "hello")
+        assert text_since(client, start, sid) == "echo: hello"
+        refused = await set_model(client, sid, "gpt")
+        assert "OPENAI_API_KEY" in refused["error"]["data"]["details"]
+        start = len(client.messages)
+        await say(client, sid, "still here")
+        assert text_since(client, start, sid) == "echo: still here"

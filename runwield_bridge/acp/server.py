@@ -191,7 +191,8 @@ class AcpAgentServer:
         record = await self.host.create(cwd)
         self.host.attach(record.id, self.emitter(record.id), self._forms(record.id))
         self._after_response(self._advertise_commands(record.id))
-        return NewSessionResponse(session_id=record.id, config_options=record_options(self.host.models, record))
+        runtime = await self.host.runtimes.of(record.id)
+        return NewSessionResponse(session_id=record.id, config_options=record_options(self.host.models, record, runtime))
 
     async def load_session(self, request: LoadSessionRequest) -> LoadSessionResponse:
         return LoadSessionResponse(config_options=await self._reopen(request.session_id, request.cwd, replay=True))
@@ -214,7 +215,7 @@ class AcpAgentServer:
                 await emit(event)
         self._after_response(self._advertise_commands(record.id))
         self._after_response(self.host.attend(record.id, emit, self._forms(record.id)))
-        return record_options(self.host.models, record)
+        return record_options(self.host.models, record, await self.host.runtimes.of(record.id))
 
     async def prompt(self, request: PromptRequest) -> PromptResponse:
         """A prompt runs a turn, unless a chat question waits: then it is the reply to that question."""
@@ -334,7 +335,8 @@ class AcpAgentServer:
             raise RequestError.invalid_params({"configId": request.config_id, "details": str(exc)}) from None
         except SessionBusy as exc:
             raise _busy(request.session_id, str(exc)) from None
-        return SetSessionConfigOptionResponse(config_options=record_options(self.host.models, record))
+        runtime = await self.host.runtimes.of(record.id)
+        return SetSessionConfigOptionResponse(config_options=record_options(self.host.models, record, runtime))
 
     async def _open(self, session_id: str):
         try:

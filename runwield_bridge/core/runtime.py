@@ -73,3 +73,26 @@ class Runtime(Protocol):
     """Drives turns. Returns the request's ``result`` when the turn is done (the host emits TurnSettled)."""
 
     async def run_turn(self, request: TurnRequest) -> TurnResult: ...
+
+
+NATIVE = "native"
+EXTERNAL = "acp:"
+"""A Session's runtime is ``native`` (its model and RunWield's tools) or ``acp:NAME`` (an ``[agents.NAME]``)."""
+
+
+class RuntimeAxis(Protocol):
+    """Which runtime drives each Session's turns; kept outside the Session's record."""
+
+    async def of(self, session_id: str) -> str: ...
+
+    async def choose(self, session_id: str, runtime: str) -> None: ...
+
+
+class NativeOnly:
+    """Every Session is native (no external agent is configured)."""
+
+    async def of(self, session_id: str) -> str:
+        return NATIVE
+
+    async def choose(self, session_id: str, runtime: str) -> None:
+        return None

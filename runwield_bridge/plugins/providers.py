@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from .pydantic_ai_model import PydanticAIModel
 
 PROVIDERS = ("openai", "anthropic")
+KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+"""The environment variable each provider reads its API key from when the entry sets no ``api_key``."""
 INSTALL_HINT = "pip install 'runwield-bridge[providers]'"
 
 
@@ -33,6 +36,13 @@ def build_model(provider: str, info: ModelInfo, entry: ModelConfig) -> PydanticA
         raise ModelError(f"models.{info.id}: provider {provider!r} needs pydantic-ai ({exc}); {INSTALL_HINT}") from None
 
 
+def missing_key(name: str, entry: ModelConfig, env: str) -> str | None:
+    """Why the model ``name`` has no API key: neither ``api_key`` nor ``env`` is set; None when it has one."""
+    if entry.api_key or os.environ.get(env):
+        return None
+    return f"models.{name}: no API key; set api_key (for example api_key = \"${{{env}}}\") or {env}"
+
+
 class DeferredModel:
     """A provider model that is built on its first request, off the event loop."""
 
@@ -41,6 +51,12 @@ class DeferredModel:
         self.info = info
         self.entry = entry
         self._model: PydanticAIModel | None = None
+
+    def unusable(self) -> str | None:
+        """A missing API key (an OpenAI-compatible server at ``base_url`` may need none)."""
+        if self.provider == "openai" and self.entry.base_url:
+            return None
+        return missing_key(self.info.id, self.entry, KEY_ENV[self.provider])
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         if self._model is None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from ..core.runtime import EXTERNAL as PREFIX
+from ..core.runtime import NATIVE
 from ..core.store.bridge import BridgeStateRepository
 
-NATIVE = "native"
-PREFIX = "acp:"
 BINDING = "runtime:{session_id}"
 """The bridge binding that keeps a Session's runtime: its agent's name (or ``native``), the agent's session and its cwd."""
 
