@@ -115,6 +115,12 @@ async def cmd_plugins(args: argparse.Namespace, settings: Settings) -> int:
     return 1 if plugins.failed else 0
 
 
+async def cmd_mcp_bus(args: argparse.Namespace, settings: Settings) -> int:
+    from .runtimes.mcp_bus import relay
+
+    return await relay(args.socket)
+
+
 async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     from .doctor import run_doctor
 
@@ -158,6 +164,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     plugins = sub.add_parser("plugins", parents=[common], help="list plugins: loaded, blocked, failed")
     plugins.set_defaults(run=cmd_plugins)
+
+    bus = sub.add_parser("mcp-bus", parents=[common], help="relay an external agent to RunWield's tools (started by RunWield)")
+    bus.add_argument("--socket", required=True, metavar="PATH", help="the tool bus's socket")
+    bus.set_defaults(run=cmd_mcp_bus)
 
     doctor = sub.add_parser("doctor", parents=[common], help="check configuration, state and plugins")
     doctor.set_defaults(run=cmd_doctor)

@@ -208,3 +208,35 @@ async def test_a_session_on_an_external_agent_needs_no_key_and_switching_back_wi
         start = len(client.messages)
         await say(client, sid, "still here")
         assert text_since(client, start, sid) == "echo: still here"
+
+
+# RunWield's tools as one MCP bus
+
+MCP_AGENT = Path(__file__).parent / "agents" / "mcp_agent.py"
+
+
+def mcp_config(tools: list[str]) -> str:
+    return f'[sessions]\nruntime = "acp:mcp"\n\n[agents.mcp]\ncommand = {json.dumps([sys.executable, str(MCP_AGENT)])}\ntools = {json.dumps(tools)}\n'
+
+
+async def test_user_interview_works_through_the_mcp_bus_when_the_agent_may_use_it(tmp_path: Path) -> None:
+    async with wld_session(tmp_path, init=FORMS_INIT, config=mcp_config(["user_interview"])) as (client, sid):
+        start = len(client.messages)
+        await say(client, sid, "tools")
+        assert text_since(client, start, sid) == "tools: user_interview"
+        client.on_request("elicitation/create", lambda params: {"action": "accept", "content": {"answer": "blue"}})
+        start = len(client.messages)
+        await say(client, sid, "interview")
+        said = text_since(client, start, sid)
+        assert said.startswith("interview: ") and json.loads(said.removeprefix("interview: ")) == {
+            "status": "answered", "answers": [{"question": "Which colour?", "type": "choice", "answer": "blue"}]
+        }  # fmt: skip
+        [form] = [m["params"] for m in client.requests if m["method"] == "elicitation/create"]
+        assert form["message"] == "Which colour?"
+
+
+async def test_the_agent_sees_no_runwield_tool_when_none_is_listed(tmp_path: Path) -> None:
+    async with wld_session(tmp_path, config=mcp_config([])) as (client, sid):
+        start = len(client.messages)
+        await say(client, sid, "tools")
+        assert text_since(client, start, sid) == "tools: none"

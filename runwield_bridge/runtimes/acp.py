@@ -61,23 +61,24 @@ class AcpRuntime:
         session_id, cwd = request.session.id, str(request.cwd)
         known, known_cwd = await self.choices.agent_session(session_id)
         conn = await agent.connection()
-        if known and known_cwd == cwd:
-            if known in agent.opened:
-                return known, False
-            if agent.capability("load"):
-                await conn.load_session(cwd=cwd, session_id=known, mcp_servers=[])
-                agent.opened.add(known)
-                return known, False
-            if agent.capability("resume"):
-                await conn.resume_session(cwd=cwd, session_id=known, mcp_servers=[])
-                agent.opened.add(known)
-                return known, False
+        if known and known_cwd == cwd and known in agent.opened:
+            return known, False
+        agent_session = [known] if known and known_cwd == cwd else []
+        servers = await agent.bus.offer(request.tools, agent.running(agent_session))
+        if agent_session:
+            for way in ("load", "resume"):
+                if agent.capability(way):
+                    reopen = conn.load_session if way == "load" else conn.resume_session
+                    await reopen(cwd=cwd, session_id=known, mcp_servers=servers)
+                    agent.opened.add(known)
+                    return known, False
             await request.emit(Notice(
                 f"The external agent {agent.name} cannot reopen its earlier session (it offers neither session/load nor "
                 "session/resume), so it starts a new one and does not remember this Session's earlier turns.",
                 "warning",
             ))  # fmt: skip
-        created = await conn.new_session(cwd=cwd, mcp_servers=[])
+        created = await conn.new_session(cwd=cwd, mcp_servers=servers)
+        agent_session[:] = [created.session_id]
         agent.opened.add(created.session_id)
         await self.choices.keep_agent_session(session_id, agent.name, created.session_id, cwd)
         return created.session_id, True

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from importlib.metadata import version
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from acp import PROTOCOL_VERSION
@@ -26,6 +27,8 @@ from acp.schema import (
 from ..acp.client import CLIENT_CAPABILITIES, CommandAgent, SessionOfRequest
 from ..config import AgentConfig
 from ..core.models import ModelError
+from ..core.runtime import TurnRequest
+from .mcp_bus import ToolBus
 
 CLIENT_INFO = Implementation(name="runwield-bridge", title="RunWield Bridge", version=version("runwield-bridge"))
 START_TIMEOUT = 30.0
@@ -33,6 +36,8 @@ START_TIMEOUT = 30.0
 
 class AgentTurn(Protocol):
     """A turn running on one of the agent's sessions: where the agent's traffic for that session goes."""
+
+    request: TurnRequest
 
     def on_update(self, update: Any) -> None: ...
 
@@ -78,6 +83,7 @@ class ExternalAgent:
         self.endpoint = CommandAgent(config)
         self.start_timeout = start_timeout
         self.requests = SessionOfRequest()
+        self.bus = ToolBus(config.tools)
         self.turns: dict[str, AgentTurn] = {}
         """The turn running on each of the agent's sessions."""
         self.conn: ClientSideConnection | None = None
@@ -129,8 +135,18 @@ class ExternalAgent:
         finally:
             self.conn = None
 
+    def running(self, agent_session: list[str]) -> Callable[[], TurnRequest | None]:
+        """The turn running on the agent session (its id in ``agent_session`` once known), for the tool bus."""
+
+        def turn() -> TurnRequest | None:
+            found = self.turns.get(agent_session[0]) if agent_session else None
+            return found.request if found else None
+
+        return turn
+
     async def close(self) -> None:
-        """Stop the agent's process, if it runs."""
+        """Stop the agent's process, if it runs, and its tool bus."""
+        await self.bus.close()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -1,0 +1,63 @@
+"""A small ACP agent (official Python SDK) that uses the MCP servers it is given in session/new, with the mcp SDK.
+
+  "tools"      lists the tools of every MCP server it was given and says their names ("tools: none" for none)
+  "interview"  calls user_interview ("Which colour?", red or blue) on the server offering it and says the result
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from acp import PROTOCOL_VERSION, run_agent, text_block, update_agent_message
+from acp.schema import AgentCapabilities, InitializeResponse, NewSessionResponse, PromptResponse
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+
+async def with_server(server: Any, work: Any) -> Any:
+    params = StdioServerParameters(command=server.command, args=list(server.args), env={e.name: e.value for e in server.env or []} or None)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        return await work(session)
+
+
+class McpAgent:
+    def __init__(self) -> None:
+        self.conn: Any = None
+        self.servers: dict[str, list[Any]] = {}
+
+    def on_connect(self, conn: Any) -> None:
+        self.conn = conn
+
+    async def initialize(self, protocol_version: int, **_: Any) -> InitializeResponse:
+        return InitializeResponse(protocol_version=PROTOCOL_VERSION, agent_capabilities=AgentCapabilities())
+
+    async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any) -> NewSessionResponse:
+        session_id = f"mcp-{uuid.uuid4().hex[:12]}"
+        self.servers[session_id] = list(mcp_servers or [])
+        return NewSessionResponse(session_id=session_id)
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        return None
+
+    async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> PromptResponse:
+        text = [block.text for block in prompt if block.type == "text"][-1]
+        servers = self.servers[session_id]
+        if "tools" in text:
+            names: list[str] = []
+            for server in servers:
+                listed = await with_server(server, lambda s: s.list_tools())
+                names += [tool.name for tool in listed.tools]
+            reply = f"tools: {', '.join(names) or 'none'}"
+        else:
+            questions = {"questions": [{"question": "Which colour?", "options": ["red", "blue"]}]}
+            result = await with_server(servers[0], lambda s: s.call_tool("user_interview", questions))
+            reply = "interview: " + "".join(c.text for c in result.content if c.type == "text")
+        await self.conn.session_update(session_id, update_agent_message(text_block(reply)))
+        return PromptResponse(stop_reason="end_turn")
+
+
+if __name__ == "__main__":
+    asyncio.run(run_agent(McpAgent()))
