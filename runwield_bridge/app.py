@@ -65,6 +65,13 @@ def check_runtime(settings: Settings) -> None:
         raise ConfigError(f"sessions.runtime: {runtime!r} is not a runtime; choose native{', ' + known if known else ''}")
 
 
+def check_agent_tools(settings: Settings, known: set[str]) -> None:
+    """Every ``[agents.NAME] tools`` entry names a tool RunWield has."""
+    for name, agent in settings.agents.items():
+        if unknown := [tool for tool in agent.tools if tool not in known]:
+            raise ConfigError(f"agents.{name}.tools: no tool {', '.join(map(repr, unknown))} (tools: {', '.join(sorted(known))})")
+
+
 @dataclass
 class App:
     """Everything a `wld` command needs: settings, plugins, the store, the Session Host and the Plan workflow."""
@@ -101,13 +108,20 @@ class App:
         from .runtimes.acp import AcpRuntime  # the ACP SDK, loaded only by commands that run turns
         from .runtimes.acp_agents import ExternalAgents
 
+        tools = plugins.tools()
+        try:
+            check_agent_tools(settings, {tool.spec.name for tool in (*tools, *WORKTREE_TOOLS)})
+        except ConfigError:
+            plugins.unbind(workflow.NAME)
+            await store.close()
+            raise
         external_agents = ExternalAgents(settings.agents)
         choices = RuntimeChoices(store.bridge, settings.sessions.runtime)
         try:
             host = SessionHost(
                 store,
                 catalog,
-                plugins.tools(),
+                tools,
                 settings.state_dir,
                 settings.sessions.model,
                 settings.sessions.agent,

@@ -235,6 +235,17 @@ async def test_user_interview_works_through_the_mcp_bus_when_the_agent_may_use_i
         assert form["message"] == "Which colour?"
 
 
+async def test_plan_tools_are_served_when_listed_and_an_unknown_tool_is_a_config_error(tmp_path: Path) -> None:
+    async with wld_session(tmp_path, config=mcp_config(["write_plan", "user_interview"])) as (client, sid):
+        start = len(client.messages)
+        await say(client, sid, "tools")
+        assert sorted(text_since(client, start, sid).removeprefix("tools: ").split(", ")) == ["user_interview", "write_plan"]
+    (tmp_path / "wld.toml").write_text(mcp_config(["user_interview", "rm_rf"]))
+    async with WireClient.spawn([WLD, "acp"], cwd=tmp_path, env={"WLD_CONFIG": str(tmp_path / "wld.toml")}) as client:
+        await client.proc.wait()
+        assert "agents.mcp.tools: no tool 'rm_rf'" in client.stderr
+
+
 async def test_the_agent_sees_no_runwield_tool_when_none_is_listed(tmp_path: Path) -> None:
     async with wld_session(tmp_path, config=mcp_config([])) as (client, sid):
         start = len(client.messages)
