@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
@@ -16,13 +15,12 @@ from ..config import ModelConfig
 from ..core.catalog import model_info
 from ..core.models import Model, ModelError, ModelEvent, ModelInfo, ModelRequest
 from ..hookspecs import hookimpl
+from .provider_keys import KEY_ENV, missing_key
 
 if TYPE_CHECKING:
     from .pydantic_ai_model import PydanticAIModel
 
 PROVIDERS = ("openai", "anthropic")
-KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-"""The environment variable each provider reads its API key from when the entry sets no ``api_key``."""
 INSTALL_HINT = "pip install 'runwield-bridge[providers]'"
 
 
@@ -34,13 +32,6 @@ def build_model(provider: str, info: ModelInfo, entry: ModelConfig) -> PydanticA
         return BUILDERS[provider](info, entry)
     except ImportError as exc:
         raise ModelError(f"models.{info.id}: provider {provider!r} needs pydantic-ai ({exc}); {INSTALL_HINT}") from None
-
-
-def missing_key(name: str, entry: ModelConfig, env: str) -> str | None:
-    """Why the model ``name`` has no API key: neither ``api_key`` nor ``env`` is set; None when it has one."""
-    if entry.api_key or os.environ.get(env):
-        return None
-    return f"models.{name}: no API key; set api_key (for example api_key = \"${{{env}}}\") or {env}"
 
 
 class DeferredModel:

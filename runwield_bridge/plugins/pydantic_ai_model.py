@@ -19,7 +19,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 
 from ..config import ModelConfig
-from .providers import missing_key
+from .provider_keys import missing_key
 from ..core.models import (
     ChatMessage,
     ModelError,
