@@ -251,3 +251,18 @@ async def test_the_agent_sees_no_runwield_tool_when_none_is_listed(tmp_path: Pat
         start = len(client.messages)
         await say(client, sid, "tools")
         assert text_since(client, start, sid) == "tools: none"
+
+
+async def test_cancelling_the_turn_withdraws_the_agents_question_and_the_next_turn_asks_again(tmp_path: Path) -> None:
+    async with wld_session(tmp_path, config=example_config()) as (client, sid):
+        start = len(client.messages)
+        await say(client, sid, "Please improve the config")
+        assert menus(client, start, sid, "asked")
+        await client.notify("session/cancel", {"sessionId": sid})
+        await client.wait_notification(lambda n: '"stopReason": "cancelled"' in json.dumps(n["params"]))
+        start = len(client.messages)
+        while "error" in (response := await say(client, sid, "Please try again")):  # the cancelled turn is still being saved
+            assert response["error"]["data"]["reason"] == "busy"
+        assert menus(client, start, sid, "asked")
+        await say(client, sid, "1")
+        await client.wait_notification(lambda n: "successfully updated the configuration" in json.dumps(n["params"]))

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from acp import RequestError, text_block
 from acp.schema import AllowedOutcome, PermissionOption, RequestPermissionResponse, ToolCallProgress, ToolCallUpdate
@@ -27,6 +28,9 @@ def context_prefix(instructions: str) -> str:
     return f"<runwield-context>\n{instructions}\n</runwield-context>"
 
 
+T = TypeVar("T")
+
+
 class AcpRuntime:
     """The Runtime that hands each turn to the Session's external agent."""
 
@@ -39,7 +43,7 @@ class AcpRuntime:
         agent = self.agents.get(runtime.removeprefix(PREFIX))
         try:
             conn = await agent.connection()
-            agent_session, fresh = await self._open(agent, request)
+            agent_session, fresh = await self._open(agent, conn, request)
             turn = ExternalTurn(request, agent)
             agent.turns[agent_session] = turn
             try:
@@ -56,11 +60,10 @@ class AcpRuntime:
             raise ModelError(f"the external agent {agent.name} failed: {exc}") from None
         return request.result
 
-    async def _open(self, agent: ExternalAgent, request: TurnRequest) -> tuple[str, bool]:
+    async def _open(self, agent: ExternalAgent, conn: Any, request: TurnRequest) -> tuple[str, bool]:
         """The agent's session for this Session in the turn's cwd: reopened when it can be, else new. True when new."""
         session_id, cwd = request.session.id, str(request.cwd)
         known, known_cwd = await self.choices.agent_session(session_id)
-        conn = await agent.connection()
         if known and known_cwd == cwd and known in agent.opened:
             return known, False
         agent_session = [known] if known and known_cwd == cwd else []
@@ -93,14 +96,18 @@ class ExternalTurn:
         self.calls: dict[str, tuple[str, str]] = {}
         """Each tool call seen so far: its title and kind."""
         self.updates: asyncio.Queue[Any] = asyncio.Queue()
+        self.asking: set[asyncio.Future[Any]] = set()
+        """The agent's questions being asked; the turn's end withdraws them."""
         self.pump = asyncio.create_task(self._pump(), name=f"updates:{request.session.id}")
 
     async def prompt(self, conn: Any, agent_session: str, blocks: list[Any]) -> None:
-        """Send one prompt; cancelling the turn sends ``session/cancel`` and waits (briefly) for the agent to stop."""
+        """Send one prompt; cancelling the turn withdraws the agent's questions (answered ``cancelled``), sends
+        ``session/cancel`` and waits (briefly) for the agent to stop."""
         sent = asyncio.ensure_future(conn.prompt(session_id=agent_session, prompt=blocks))
         try:
             response = await asyncio.shield(sent)
         except asyncio.CancelledError:
+            self.withdraw()
             with contextlib.suppress(Exception):
                 await conn.cancel(session_id=agent_session)
                 await asyncio.wait_for(sent, 5.0)
@@ -108,11 +115,16 @@ class ExternalTurn:
         if response.stop_reason in ("refusal", "max_tokens", "max_turn_requests"):
             await self.request.emit(Notice(f"The external agent {self.agent.name} stopped: {response.stop_reason}.", "warning"))
 
+    def withdraw(self) -> None:
+        for asked in self.asking:
+            asked.cancel()
+
     def on_update(self, update: Any) -> None:
         self.updates.put_nowait(update)
 
     async def drain(self) -> None:
-        """Emit every update received so far, then stop."""
+        """Withdraw the agent's questions still being asked, emit every update received so far, then stop."""
+        self.withdraw()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.shield(self.updates.join())
         self.pump.cancel()
@@ -166,13 +178,26 @@ class ExternalTurn:
         be the only place the agent names the tool, so it is shown (as an update) before the question."""
         self.on_update(ToolCallProgress(**tool_call.model_dump(), session_update="tool_call_update"))
         await asyncio.shield(self.updates.join())  # the tool call is shown before the question about it
-        chosen = await ask_permission(self.request.ask, tool_call, options)
+        chosen = await self._asked(ask_permission(self.request.ask, tool_call, options), None)
         if chosen is None:
             return NOBODY_ASKED
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=chosen))
 
     async def on_elicitation(self, params: Any) -> dict[str, Any]:
-        return await ask_elicitation(self.request.ask, params)
+        return await self._asked(ask_elicitation(self.request.ask, params), {"action": "cancel"})
+
+    async def _asked(self, asking: Awaitable[T], withdrawn: T) -> T:
+        """Ask as part of this turn: when the turn ends first (cancelled), the question is withdrawn."""
+        asked = asyncio.ensure_future(asking)
+        self.asking.add(asked)
+        try:
+            return await asked
+        except asyncio.CancelledError:
+            if not asked.cancelled():
+                raise
+            return withdrawn
+        finally:
+            self.asking.discard(asked)
 
 
 def _text(content: Any) -> str:
