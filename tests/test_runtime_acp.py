@@ -266,3 +266,28 @@ async def test_cancelling_the_turn_withdraws_the_agents_question_and_the_next_tu
         assert menus(client, start, sid, "asked")
         await say(client, sid, "1")
         await client.wait_notification(lambda n: "successfully updated the configuration" in json.dumps(n["params"]))
+
+
+async def test_a_chat_only_client_answers_the_agents_elicitation_from_a_menu(tmp_path: Path) -> None:
+    async with wld_session(tmp_path, config=asking_config(tmp_path)) as (client, sid):
+        start = len(client.messages)
+        await say(client, sid, "choose")
+        [menu] = menus(client, start, sid, "asked")
+        assert "Pick a colour" in menu and "2. green" in menu
+        start = len(client.messages)
+        await say(client, sid, "2")
+        await client.wait_notification(lambda n: "form: accept" in json.dumps(n["params"]))
+        assert text_since(client, start, sid).endswith('form: accept {"colour": "green"}')
+
+
+async def test_an_agent_that_crashes_fails_the_turn_visibly_and_the_next_turn_starts_it_again(tmp_path: Path) -> None:
+    async with wld_session(tmp_path, config=asking_config(tmp_path)) as (client, sid):
+        await say(client, sid, "hello")
+        start = len(client.messages)
+        crashed = await say(client, sid, "crash")
+        assert "error" in crashed or crashed["result"]["stopReason"] != "end_turn"
+        assert "The turn could not be completed: the external agent asker failed" in json.dumps(since(client, start, sid))
+        start = len(client.messages)
+        await say(client, sid, "hello again")
+        assert text_since(client, start, sid) == "echo: hello again"
+    assert len(agent_log(tmp_path, "initialize")) == 2 and len(agent_log(tmp_path, "session/load")) == 1
