@@ -291,3 +291,21 @@ async def test_an_agent_that_crashes_fails_the_turn_visibly_and_the_next_turn_st
         await say(client, sid, "hello again")
         assert text_since(client, start, sid) == "echo: hello again"
     assert len(agent_log(tmp_path, "initialize")) == 2 and len(agent_log(tmp_path, "session/load")) == 1
+
+
+async def test_thoughts_plans_and_usage_stream_into_the_session_and_its_transcript(tmp_path: Path) -> None:
+    async with wld_session(tmp_path, config=mcp_config([])) as (client, sid):
+        start = len(client.messages)
+        await say(client, sid, "stream")
+        updates = since(client, start, sid)
+        assert [u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_thought_chunk"] == ["thinking it over"]
+        assert "The agent's plan:\\n- [completed] read the code\\n- [pending] fix the bug" in json.dumps(updates)
+        [usage] = [u for u in updates if u["sessionUpdate"] == "usage_update"]
+        assert (usage["used"], usage["size"], usage["cost"]) == (1200, 200000, {"amount": 0.25, "currency": "USD"})
+        assert text_since(client, start, sid).endswith("done")
+    async with WireClient.spawn([WLD, "acp"], cwd=tmp_path, env={"WLD_CONFIG": str(tmp_path / "wld.toml")}) as client:
+        await client.call("initialize", INIT)
+        await client.call("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
+        replayed = since(client, 0, sid)
+        assert any(u["sessionUpdate"] == "agent_thought_chunk" and u["content"]["text"] == "thinking it over" for u in replayed)
+        assert "fix the bug" in json.dumps(replayed)

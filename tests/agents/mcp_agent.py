@@ -2,6 +2,7 @@
 
   "tools"      lists the tools of every MCP server it was given and says their names ("tools: none" for none)
   "interview"  calls user_interview ("Which colour?", red or blue) on the server offering it and says the result
+  "stream"     sends a thought, a plan, usage (with a cost) and then says "done"
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import asyncio
 import uuid
 from typing import Any
 
-from acp import PROTOCOL_VERSION, run_agent, text_block, update_agent_message
-from acp.schema import AgentCapabilities, InitializeResponse, NewSessionResponse, PromptResponse
+from acp import PROTOCOL_VERSION, plan_entry, run_agent, text_block, update_agent_message, update_agent_thought, update_plan
+from acp.schema import AgentCapabilities, Cost, InitializeResponse, NewSessionResponse, PromptResponse, UsageUpdate
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -45,7 +46,13 @@ class McpAgent:
     async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> PromptResponse:
         text = [block.text for block in prompt if block.type == "text"][-1]
         servers = self.servers[session_id]
-        if "tools" in text:
+        if "stream" in text:
+            await self.conn.session_update(session_id, update_agent_thought(text_block("thinking it over")))
+            await self.conn.session_update(session_id, update_plan([plan_entry("read the code", status="completed"), plan_entry("fix the bug")]))
+            usage = UsageUpdate(session_update="usage_update", used=1200, size=200000, cost=Cost(amount=0.25, currency="USD"))
+            await self.conn.session_update(session_id, usage)
+            reply = "done"
+        elif "tools" in text:
             names: list[str] = []
             for server in servers:
                 listed = await with_server(server, lambda s: s.list_tools())
