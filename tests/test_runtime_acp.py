@@ -309,3 +309,19 @@ async def test_thoughts_plans_and_usage_stream_into_the_session_and_its_transcri
         replayed = since(client, 0, sid)
         assert any(u["sessionUpdate"] == "agent_thought_chunk" and u["content"]["text"] == "thinking it over" for u in replayed)
         assert "fix the bug" in json.dumps(replayed)
+
+
+async def test_a_restart_reopens_the_agents_session_with_session_resume_when_it_offers_only_that(tmp_path: Path) -> None:
+    async with wld_session(tmp_path, config=mcp_config(["user_interview"])) as (client, sid):
+        start = len(client.messages)
+        await say(client, sid, "which session?")
+        first = text_since(client, start, sid)
+    async with WireClient.spawn([WLD, "acp"], cwd=tmp_path, env={"WLD_CONFIG": str(tmp_path / "wld.toml")}) as client:
+        await client.call("initialize", INIT)
+        await client.call("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
+        start = len(client.messages)
+        await say(client, sid, "which session?")
+        assert text_since(client, start, sid) == first and first.startswith("session mcp-")
+        start = len(client.messages)
+        await say(client, sid, "tools")  # the resumed session has the tool bus again
+        assert text_since(client, start, sid) == "tools: user_interview"

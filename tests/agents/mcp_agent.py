@@ -3,6 +3,8 @@
   "tools"      lists the tools of every MCP server it was given and says their names ("tools: none" for none)
   "interview"  calls user_interview ("Which colour?", red or blue) on the server offering it and says the result
   "stream"     sends a thought, a plan, usage (with a cost) and then says "done"
+  anything else says which of its sessions it is in ("session <id>")
+It offers session/resume (not session/load): resuming takes the id and the MCP servers it is given.
 """
 
 from __future__ import annotations
@@ -12,7 +14,17 @@ import uuid
 from typing import Any
 
 from acp import PROTOCOL_VERSION, plan_entry, run_agent, text_block, update_agent_message, update_agent_thought, update_plan
-from acp.schema import AgentCapabilities, Cost, InitializeResponse, NewSessionResponse, PromptResponse, UsageUpdate
+from acp.schema import (
+    AgentCapabilities,
+    Cost,
+    InitializeResponse,
+    NewSessionResponse,
+    PromptResponse,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionResumeCapabilities,
+    UsageUpdate,
+)
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -33,12 +45,17 @@ class McpAgent:
         self.conn = conn
 
     async def initialize(self, protocol_version: int, **_: Any) -> InitializeResponse:
-        return InitializeResponse(protocol_version=PROTOCOL_VERSION, agent_capabilities=AgentCapabilities())
+        capabilities = AgentCapabilities(session_capabilities=SessionCapabilities(resume=SessionResumeCapabilities()))
+        return InitializeResponse(protocol_version=PROTOCOL_VERSION, agent_capabilities=capabilities)
 
     async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any) -> NewSessionResponse:
         session_id = f"mcp-{uuid.uuid4().hex[:12]}"
         self.servers[session_id] = list(mcp_servers or [])
         return NewSessionResponse(session_id=session_id)
+
+    async def resume_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any) -> ResumeSessionResponse:
+        self.servers[session_id] = list(mcp_servers or [])
+        return ResumeSessionResponse()
 
     async def cancel(self, session_id: str, **_: Any) -> None:
         return None
@@ -58,13 +75,15 @@ class McpAgent:
                 listed = await with_server(server, lambda s: s.list_tools())
                 names += [tool.name for tool in listed.tools]
             reply = f"tools: {', '.join(names) or 'none'}"
-        else:
+        elif "interview" in text:
             questions = {"questions": [{"question": "Which colour?", "options": ["red", "blue"]}]}
             result = await with_server(servers[0], lambda s: s.call_tool("user_interview", questions))
             reply = "interview: " + "".join(c.text for c in result.content if c.type == "text")
+        else:
+            reply = f"session {session_id}"
         await self.conn.session_update(session_id, update_agent_message(text_block(reply)))
         return PromptResponse(stop_reason="end_turn")
 
 
 if __name__ == "__main__":
-    asyncio.run(run_agent(McpAgent()))
+    asyncio.run(run_agent(McpAgent(), use_unstable_protocol=True))  # session/resume is in the unstable protocol
