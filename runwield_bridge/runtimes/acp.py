@@ -14,6 +14,7 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from acp import RequestError, text_block
+from acp.client.connection import ClientSideConnection
 from acp.schema import AllowedOutcome, PermissionOption, RequestPermissionResponse, ToolCallProgress, ToolCallUpdate
 
 from ..core.events import Event, MessageChunk, Notice, Thought, ToolProgress, Usage, UserMessage
@@ -23,12 +24,14 @@ from .acp_agents import NOBODY_ASKED, ExternalAgent, ExternalAgents
 from .acp_asking import ask_elicitation, ask_permission
 from .choice import PREFIX, RuntimeChoices
 
+T = TypeVar("T")
+CANCEL_GRACE = 5.0
+"""Seconds a cancelled agent gets to answer its prompt (``cancelled``) before the turn settles anyway."""
+
+
 def context_prefix(instructions: str) -> str:
     """The byte-stable context an agent session starts with: the Session's Agent instructions."""
     return f"<runwield-context>\n{instructions}\n</runwield-context>"
-
-
-T = TypeVar("T")
 
 
 class AcpRuntime:
@@ -60,7 +63,7 @@ class AcpRuntime:
             raise ModelError(f"the external agent {agent.name} failed: {exc}") from None
         return request.result
 
-    async def _open(self, agent: ExternalAgent, conn: Any, request: TurnRequest) -> tuple[str, bool]:
+    async def _open(self, agent: ExternalAgent, conn: ClientSideConnection, request: TurnRequest) -> tuple[str, bool]:
         """The agent's session for this Session in the turn's cwd: reopened when it can be, else new. True when new."""
         session_id, cwd = request.session.id, str(request.cwd)
         known, known_cwd = await self.choices.agent_session(session_id)
@@ -100,7 +103,7 @@ class ExternalTurn:
         """The agent's questions being asked; the turn's end withdraws them."""
         self.pump = asyncio.create_task(self._pump(), name=f"updates:{request.session.id}")
 
-    async def prompt(self, conn: Any, agent_session: str, blocks: list[Any]) -> None:
+    async def prompt(self, conn: ClientSideConnection, agent_session: str, blocks: list[Any]) -> None:
         """Send one prompt; cancelling the turn withdraws the agent's questions (answered ``cancelled``), sends
         ``session/cancel`` and waits (briefly) for the agent to stop."""
         sent = asyncio.ensure_future(conn.prompt(session_id=agent_session, prompt=blocks))
@@ -110,7 +113,7 @@ class ExternalTurn:
             self.withdraw()
             with contextlib.suppress(Exception):
                 await conn.cancel(session_id=agent_session)
-                await asyncio.wait_for(sent, 5.0)
+                await asyncio.wait_for(sent, CANCEL_GRACE)
             raise
         if response.stop_reason in ("refusal", "max_tokens", "max_turn_requests"):
             await self.request.emit(Notice(f"The external agent {self.agent.name} stopped: {response.stop_reason}.", "warning"))
