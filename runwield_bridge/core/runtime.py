@@ -1,5 +1,5 @@
 """The runtime contract: what drives one turn of a Session. The native runtime (a model and our tools,
-``runtimes/native.py``) implements it; an external ACP agent driving a Session's turns (``runtimes/acp.py``) is the second.
+``runtimes/native.py``) implements it; an external ACP agent driving a Session's turns (``runtimes/acp.py``) too.
 
 The Session Host owns everything around a turn (the writer lock, the transcript, questions, settling);
 a runtime only turns a prompt into events. Cancellation is asyncio's: the task running ``run_turn`` is
