@@ -30,13 +30,16 @@ from .core.tool_servers import StdioServerSpec, ToolServers
 from .core.vision import Attachments, Vision
 from .host import PluginHost, load_plugins
 from .plugins import workflow
+from .runtimes.choice import NATIVE, PREFIX, RuntimeChoices
 from .runtimes.native import NativeRuntime
+from .runtimes.switch import RuntimeSwitch
 from .web.pages import LazyReviewServer
 
 if TYPE_CHECKING:
     from acp.connection import StreamEvent
 
     from .acp.client import AgentEndpoint, BridgeClient, Connected
+    from .runtimes.acp_agents import ExternalAgents
 
 
 async def start_mcp_servers(specs: Sequence[StdioServerSpec], cwd: Path) -> ToolServers:
@@ -74,6 +77,26 @@ def build_catalog(settings: Settings, plugins: PluginHost) -> ModelCatalog:
     return catalog
 
 
+def check_runtime(settings: Settings) -> None:
+    """``sessions.runtime`` is ``native`` or ``acp:NAME`` for a configured agent; a runtime is never a model."""
+    if settings.sessions.model.startswith(PREFIX):
+        raise ConfigError(f"sessions.model: {settings.sessions.model!r} is a runtime, not a model; set sessions.runtime to it instead")
+    runtime = settings.sessions.runtime
+    if runtime == NATIVE:
+        return
+    name = runtime.removeprefix(PREFIX)
+    if not runtime.startswith(PREFIX) or name not in settings.agents:
+        known = ", ".join(f"acp:{agent}" for agent in settings.agents)
+        raise ConfigError(f"sessions.runtime: {runtime!r} is not a runtime; choose native{', ' + known if known else ''}")
+
+
+def check_agent_tools(settings: Settings, known: set[str]) -> None:
+    """Every ``[agents.NAME] tools`` entry names a tool RunWield has."""
+    for name, agent in settings.agents.items():
+        if unknown := [tool for tool in agent.tools if tool not in known]:
+            raise ConfigError(f"agents.{name}.tools: no tool {', '.join(map(repr, unknown))} (tools: {', '.join(sorted(known))})")
+
+
 @dataclass
 class App:
     """Everything a `wld` command needs: settings, plugins, the store, the Session Host and the Plan workflow."""
@@ -86,11 +109,14 @@ class App:
     reviews: ReviewHub
     executor: Executor
     review_pages: LazyReviewServer
+    external_agents: ExternalAgents
 
     @classmethod
     async def start(cls, settings: Settings, plugins: PluginHost | None = None) -> App:
         plugins = plugins or load_plugins(settings.plugins.allow, settings.plugins.block)
         catalog = build_catalog(settings, plugins)
+        catalog.external = tuple(settings.agents)
+        check_runtime(settings)
         for key, check in (("model", catalog.info), ("agent", agent_profile)):
             try:
                 check(getattr(settings.sessions, key))
@@ -105,15 +131,28 @@ class App:
         executor = Executor(store, plans, settings.state_dir, validation.commands, validation.timeout)
         execution = ChatExecution(plans, executor)
         plugins.bind(workflow.PlanWorkflow(PlanCommands(plans, reviews, execution)), workflow.NAME)
+        from .runtimes.acp import AcpRuntime  # the ACP SDK, loaded only by commands that run turns
+        from .runtimes.acp_agents import ExternalAgents
+
+        tools = plugins.tools()
+        try:
+            check_agent_tools(settings, {tool.spec.name for tool in (*tools, *WORKTREE_TOOLS)})
+        except ConfigError:
+            plugins.unbind(workflow.NAME)
+            await store.close()
+            raise
+        external_agents = ExternalAgents(settings.agents)
+        choices = RuntimeChoices(store.bridge, settings.sessions.runtime)
         try:
             host = SessionHost(
                 store,
                 catalog,
-                plugins.tools(),
+                tools,
                 settings.state_dir,
                 settings.sessions.model,
                 settings.sessions.agent,
-                runtime=NativeRuntime(catalog),
+                runtime=RuntimeSwitch(NativeRuntime(catalog), AcpRuntime(external_agents, choices), choices),
+                runtimes=choices,
                 commands=CommandRegistry(plugins.commands()),
                 metrics=WorkflowMetrics.in_state_dir(settings.state_dir, settings.workflow_metrics),
                 question_timeout=settings.sessions.question_timeout or None,
@@ -128,11 +167,12 @@ class App:
             plugins.unbind(workflow.NAME)
             await store.close()
             raise ConfigError(f"sessions: {exc}") from None
-        return cls(settings, plugins, store, host, plans, reviews, executor, review_pages)
+        return cls(settings, plugins, store, host, plans, reviews, executor, review_pages, external_agents)
 
     async def close(self) -> None:
         self.plugins.unbind(workflow.NAME)
         await self.host.shutdown()
+        await self.external_agents.close()
         await self.review_pages.stop()
         await self.store.close()
 

@@ -170,6 +170,12 @@ async def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+async def cmd_mcp_bus(args: argparse.Namespace, settings: Settings) -> int:
+    from .runtimes.mcp_bus import relay
+
+    return await relay(args.socket)
+
+
 async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     from .doctor import run_doctor
 
@@ -223,6 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
     db = sub.add_parser("db", parents=[common], help="the database's schema version: status, or upgrade to the newest")
     db.add_argument("action", choices=["status", "upgrade"], help="status: the current and newest versions; upgrade: migrate to the newest")
     db.set_defaults(run=cmd_db)
+    bus = sub.add_parser("mcp-bus", parents=[common], help="relay an external agent to RunWield's tools (started by RunWield)")
+    bus.add_argument("--socket", required=True, metavar="PATH", help="the tool bus's socket")
+    bus.set_defaults(run=cmd_mcp_bus)
 
     doctor = sub.add_parser("doctor", parents=[common], help="check configuration, state and plugins")
     doctor.set_defaults(run=cmd_doctor)

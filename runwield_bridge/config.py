@@ -44,6 +44,8 @@ class AgentConfig(Strict):
     command: list[str] = Field(min_length=1)
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
+    tools: list[str] = Field(default_factory=list)
+    """RunWield tools this agent may call through the MCP bus when it drives a Session; none unless listed."""
 
 
 class WebConfig(Strict):
@@ -84,6 +86,8 @@ class SessionsConfig(Strict):
 
     model: str = "scripted"
     agent: str = "build"
+    runtime: str = "native"
+    """What drives the turns of new Sessions: ``native`` (the model and RunWield's tools) or ``acp:NAME``."""
     question_timeout: float = Field(default=3600.0, ge=0)
     vision_fallback: str | None = None
     """A vision model that text-only models ask about images through the ``see_image`` tool."""

@@ -252,7 +252,8 @@ class AcpAgentServer:
         self.host.attach(record.id, self.emitter(record.id), self._forms(record.id))
         self._after_response(self._advertise_commands(record.id))
         self._after_response(self._tell(record.id, problems))
-        options = record_options(self.host.models, record)
+        runtime = await self.host.runtimes.of(record.id)
+        options = record_options(self.host.models, record, runtime)
         return NewSessionResponse(session_id=record.id, config_options=options, field_meta=await self._revision_meta(record.id, request))
 
     async def load_session(self, request: LoadSessionRequest) -> LoadSessionResponse:
@@ -288,7 +289,7 @@ class AcpAgentServer:
         self._after_response(self._advertise_commands(record.id))
         self._after_response(self._tell(record.id, problems))
         self._after_response(self.host.attend(record.id, emit, self._forms(record.id)))
-        return record_options(self.host.models, record)
+        return record_options(self.host.models, record, await self.host.runtimes.of(record.id))
 
     async def _start_mcp_servers(self, session_id: str, servers: list[Any] | None) -> list[str]:
         """Start the client's stdio MCP servers for the Session; what could not be used, in words."""
@@ -428,7 +429,8 @@ class AcpAgentServer:
             raise RequestError.invalid_params({"configId": request.config_id, "details": str(exc)}) from None
         except SessionBusy as exc:
             raise _busy(request.session_id, str(exc)) from None
-        return SetSessionConfigOptionResponse(config_options=record_options(self.host.models, record))
+        runtime = await self.host.runtimes.of(record.id)
+        return SetSessionConfigOptionResponse(config_options=record_options(self.host.models, record, runtime))
 
     async def _open(self, session_id: str):
         try:

@@ -45,6 +45,7 @@ from ..core.events import (
     UserMessage,
 )
 from ..core.records import SessionRecord
+from ..core.runtime import EXTERNAL, NATIVE
 from .extensions import ALIASES, NOTICE, PLAN_LINK, PLAN_SAVED, QUESTION, TURN, PlanActionMeta, PlanLinkMeta, PlanSavedMeta, QuestionMeta, TurnMeta
 from .menus import render_menu
 
@@ -96,7 +97,7 @@ def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> Update
     if isinstance(event, PlanSaved):
         return _agent_text(event.text, event.message_id, PLAN_SAVED.meta(plan_saved_meta(event)))
     if isinstance(event, SelectionChanged) and catalog is not None:
-        options = config_options(catalog, event.agent, event.model, event.reasoning)
+        options = config_options(catalog, event.agent, event.model, event.reasoning, event.runtime)
         return ConfigOptionUpdate(session_update="config_option_update", config_options=options)
     if isinstance(event, QuestionAsked):
         return question_update(render_menu(event.question), event.question_id, "asked")
@@ -159,14 +160,17 @@ def _tool_update(event: ToolProgress) -> ToolCallStart | ToolCallProgress:
     return ToolCallProgress(session_update="tool_call_update", tool_call_id=event.call_id, status=event.status, **content)
 
 
-def config_options(catalog: ModelCatalog, agent: str, model: str, reasoning: str | None) -> list[SessionConfigOptionSelect]:
-    """The complete current selection: Agent (mode), model, and reasoning level where the model reasons."""
+def config_options(catalog: ModelCatalog, agent: str, model: str, reasoning: str | None, runtime: str = NATIVE) -> list[SessionConfigOptionSelect]:
+    """The complete current selection: Agent (mode), what drives the turns (a model, or after the models an
+    external agent as ``acp:NAME``), and reasoning level where the model reasons."""
+    models = [_option(m.id, m.name, m.description) for m in catalog.all()]
+    agents = [_option(EXTERNAL + name, f"{name} (external agent)", f"[agents.{name}] drives the turns") for name in catalog.external]
     options = [
         _select("mode", "Agent", agent, [_option(a.id, a.name, a.description) for a in BUILTIN_AGENTS]),
-        _select("model", "Model", model, [_option(m.id, m.name, m.description) for m in catalog.all()]),
+        _select("model", "Model", model if runtime == NATIVE else runtime, [*models, *agents]),
     ]
     info = catalog.info(model)
-    if info.reasons and reasoning is not None:
+    if runtime == NATIVE and info.reasons and reasoning is not None:
         levels = [SessionConfigSelectOption(value=level, name=level.capitalize()) for level in info.reasoning_levels]
         options.append(_select("thought_level", "Reasoning", reasoning, levels))
     return options
@@ -181,5 +185,5 @@ def _option(value: str, name: str, description: str) -> SessionConfigSelectOptio
     return SessionConfigSelectOption(value=value, name=name, description=description)
 
 
-def record_options(catalog: ModelCatalog, record: SessionRecord) -> list[SessionConfigOptionSelect]:
-    return config_options(catalog, record.agent, record.model, record.reasoning)
+def record_options(catalog: ModelCatalog, record: SessionRecord, runtime: str = NATIVE) -> list[SessionConfigOptionSelect]:
+    return config_options(catalog, record.agent, record.model, record.reasoning, runtime)

@@ -18,6 +18,8 @@ class ModelCatalog:
 
     def __init__(self) -> None:
         self._entries: dict[str, tuple[ModelInfo, Callable[[], Model]]] = {}
+        self.external: tuple[str, ...] = ()
+        """The external agents (``[agents.NAME]``) a Session may choose as its runtime instead of a model."""
 
     def add(self, info: ModelInfo, factory: Callable[[], Model]) -> None:
         self._entries[info.id] = (info, factory)

@@ -73,6 +73,7 @@ class SelectionChanged:
     agent: str
     model: str
     reasoning: str | None
+    runtime: str = "native"
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Union
+from typing import Any, Literal, Protocol, Union, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +99,13 @@ class Model(Protocol):
     info: ModelInfo
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]: ...
+
+
+@runtime_checkable
+class Checkable(Protocol):
+    """A model that can tell, without a request, why it cannot be used (a missing API key, say)."""
+
+    def unusable(self) -> str | None: ...
 
 
 class ModelError(Exception):

@@ -1,5 +1,5 @@
 """The runtime contract: what drives one turn of a Session. The native runtime (a model and our tools,
-``runtimes/native.py``) implements it; an external ACP agent driving a Session's turns will be the second.
+``runtimes/native.py``) implements it; an external ACP agent driving a Session's turns (``runtimes/acp.py``) too.
 
 The Session Host owns everything around a turn (the writer lock, the transcript, questions, settling);
 a runtime only turns a prompt into events. Cancellation is asyncio's: the task running ``run_turn`` is
@@ -82,3 +82,26 @@ class Runtime(Protocol):
     """Drives turns. Returns the request's ``result`` when the turn is done (the host emits TurnSettled)."""
 
     async def run_turn(self, request: TurnRequest) -> TurnResult: ...
+
+
+NATIVE = "native"
+EXTERNAL = "acp:"
+"""A Session's runtime is ``native`` (its model and RunWield's tools) or ``acp:NAME`` (an ``[agents.NAME]``)."""
+
+
+class RuntimeAxis(Protocol):
+    """Which runtime drives each Session's turns; kept outside the Session's record."""
+
+    async def of(self, session_id: str) -> str: ...
+
+    async def choose(self, session_id: str, runtime: str) -> None: ...
+
+
+class NativeOnly:
+    """Every Session is native (no external agent is configured)."""
+
+    async def of(self, session_id: str) -> str:
+        return NATIVE
+
+    async def choose(self, session_id: str, runtime: str) -> None:
+        return None

@@ -23,7 +23,7 @@ from .live import Emit, FormAsker, LiveSession, SessionNotFound, SessionRegistry
 from .metrics import WorkflowMetrics
 from .recorder import TranscriptRecorder
 from .records import SessionRecord
-from .runtime import Runtime
+from .runtime import NativeOnly, Runtime, RuntimeAxis
 from .scheduler import AwaitingReply, PromptResult, TurnScheduler
 from .selection import Selector
 from .steering import INJECTED, NO_RUNNING_TURN, QUESTION_PENDING, SteeringRejected, SteeringResult
@@ -80,6 +80,7 @@ class SessionHost:
         default_agent: str = "build",
         *,
         runtime: Runtime,
+        runtimes: RuntimeAxis | None = None,
         commands: CommandRegistry | None = None,
         metrics: WorkflowMetrics | None = None,
         question_timeout: float | None = QUESTION_TIMEOUT,
@@ -105,7 +106,9 @@ class SessionHost:
         self.vision = vision
         self.registry = SessionRegistry(store.sessions, store.writer_locks(state_dir / "locks"))
         self.recorder = TranscriptRecorder(store.sessions)
-        self.selector = Selector(store.sessions, models, self.metrics)
+        self.runtimes = runtimes or NativeOnly()
+        """Which runtime each Session has chosen (``native`` or ``acp:NAME``)."""
+        self.selector = Selector(store.sessions, models, self.metrics, self.runtimes)
         self.scheduler = TurnScheduler(self.broker)
         self.turns = TurnExecutor(
             TurnParts(

@@ -15,6 +15,7 @@ from ..config import ModelConfig
 from ..core.catalog import model_info
 from ..core.models import Model, ModelError, ModelEvent, ModelInfo, ModelRequest
 from ..hookspecs import hookimpl
+from .provider_keys import KEY_ENV, missing_key
 
 if TYPE_CHECKING:
     from .pydantic_ai_model import PydanticAIModel
@@ -41,6 +42,12 @@ class DeferredModel:
         self.info = info
         self.entry = entry
         self._model: PydanticAIModel | None = None
+
+    def unusable(self) -> str | None:
+        """A missing API key (an OpenAI-compatible server at ``base_url`` may need none)."""
+        if self.provider == "openai" and self.entry.base_url:
+            return None
+        return missing_key(self.info.id, self.entry, KEY_ENV[self.provider])
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         if self._model is None:

@@ -19,6 +19,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 
 from ..config import ModelConfig
+from .provider_keys import missing_key
 from ..core.models import (
     ChatMessage,
     ModelError,
@@ -189,10 +190,9 @@ def anthropic_settings(level: str | None) -> dict[str, Any]:
 
 def _api_key(info: ModelInfo, entry: ModelConfig, env: str) -> str:
     """``api_key``, else the provider's own environment variable; neither is a clear error."""
-    key = entry.api_key or os.environ.get(env)
-    if not key:
-        raise ModelError(f"models.{info.id}: no API key; set api_key (for example api_key = \"${{{env}}}\") or {env}")
-    return key
+    if problem := missing_key(info.id, entry, env):
+        raise ModelError(problem)
+    return entry.api_key or os.environ[env]
 
 
 def openai_model(info: ModelInfo, entry: ModelConfig) -> PydanticAIModel:

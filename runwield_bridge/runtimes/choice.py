@@ -1,0 +1,38 @@
+"""Each Session's runtime, ``native`` or ``acp:NAME``, and its external agent's session, kept in the store."""
+
+from __future__ import annotations
+
+from ..core.runtime import EXTERNAL as PREFIX
+from ..core.runtime import NATIVE
+from ..core.store.bridge import BridgeStateRepository
+
+BINDING = "runtime:{session_id}"
+"""The bridge binding that keeps a Session's runtime: its agent's name (or ``native``), the agent's session and its cwd."""
+
+
+class RuntimeChoices:
+    """Each Session's runtime (``native`` or ``acp:NAME``) and its external agent's session, kept in the store."""
+
+    def __init__(self, bindings: BridgeStateRepository, default: str = NATIVE) -> None:
+        self.bindings = bindings
+        self.default = default
+
+    async def of(self, session_id: str) -> str:
+        """The Session's runtime; a Session that never chose one is pinned to the configured default."""
+        binding = await self.bindings.get_binding(BINDING.format(session_id=session_id))
+        if binding is None:
+            await self.choose(session_id, self.default)
+            return self.default
+        return NATIVE if binding.agent == NATIVE else PREFIX + binding.agent
+
+    async def choose(self, session_id: str, runtime: str) -> None:
+        """Keep the Session's runtime; its external agent's session (if any) is forgotten."""
+        await self.bindings.set_binding(BINDING.format(session_id=session_id), runtime.removeprefix(PREFIX), "")
+
+    async def agent_session(self, session_id: str) -> tuple[str, str | None]:
+        """The external agent's session id for this Session ("" when none) and the cwd it was created with."""
+        binding = await self.bindings.get_binding(BINDING.format(session_id=session_id))
+        return ("", None) if binding is None else (binding.acp_session_id, binding.cwd)
+
+    async def keep_agent_session(self, session_id: str, agent: str, agent_session: str, cwd: str) -> None:
+        await self.bindings.set_binding(BINDING.format(session_id=session_id), agent, agent_session, cwd)
