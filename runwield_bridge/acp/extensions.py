@@ -124,6 +124,48 @@ STEERING: ExtMethod[SteeringAnswer] = ExtMethod("session/steering", PromptReques
 """``_session/steering``: the params of ``session/prompt``; add input to the running turn."""
 
 
+class HistoryRequest(_Camel):
+    """``_runwield/history`` params: the entries of a Session's saved conversation before ``before`` (default: the end)."""
+
+    session_id: str = Field(alias="sessionId", min_length=1)
+    before: int | None = Field(default=None, ge=0)
+    limit: int = Field(default=50, ge=1, le=500)
+
+
+class HistoryEntry(_Camel):
+    """One entry of the saved conversation: its position (stable: the transcript only grows) and its ``session/update``."""
+
+    index: int
+    update: dict[str, Any]
+
+
+class HistoryPage(_Camel):
+    """``_runwield/history`` result: entries oldest first, and how many the conversation holds in all."""
+
+    entries: list[HistoryEntry]
+    total: int
+
+
+HISTORY: ExtMethod[HistoryPage] = ExtMethod("runwield/history", HistoryRequest, HistoryPage)
+"""``_runwield/history``: bounded history for the Workspace page (the latest N entries, older ones on request)."""
+
+
+class WorkspaceSupport(_Camel):
+    """``_meta.runwield.workspace`` on the ``initialize`` answer: the Workspace extensions this server offers."""
+
+    version: Literal[1] = 1
+    history: str | None = None
+    """The bounded-history method's wire name (``_runwield/history``); absent: the server has none."""
+
+
+WORKSPACE: MetaKey[WorkspaceSupport] = MetaKey("workspace", WorkspaceSupport)
+
+
+def initialize_meta() -> dict[str, Any]:
+    """The ``initialize`` answer's ``_meta``: steering support and the Workspace extensions."""
+    return steering_support_meta() | WORKSPACE.meta(WorkspaceSupport(history=f"_{HISTORY.name}"))
+
+
 def meta_of(item: Any) -> dict[str, Any]:
     """The ``_meta`` object of an SDK model or a dict; empty if absent."""
     raw = item.get("_meta") if isinstance(item, dict) else getattr(item, "field_meta", None)
