@@ -16,7 +16,8 @@ def texts(page: dict) -> list[str]:
 async def test_history_is_advertised_and_pages_back_from_the_latest_entries(tmp_path: Path) -> None:
     async with WireClient.spawn([WLD, "acp"], cwd=tmp_path) as client:
         answer = await client.call("initialize", INIT)
-        assert answer["_meta"]["runwield"]["workspace"] == {"version": 1, "history": "_runwield/history"}
+        workspace = answer["_meta"]["runwield"]["workspace"]
+        assert (workspace["version"], workspace["history"]) == (1, "_runwield/history")
         sid = (await client.call("session/new", {"cwd": str(tmp_path), "mcpServers": []}))["sessionId"]
         for word in ("one", "two", "three"):
             await say(client, sid, f"say {word}")

@@ -9,10 +9,10 @@ To add a key: a pydantic model (or a plain type) for its value and one ``MetaKey
 
 from __future__ import annotations
 
-from typing import Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from acp.schema import PromptRequest
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StringConstraints, TypeAdapter, ValidationError
 
 NAMESPACE = "runwield"
 T = TypeVar("T")
@@ -89,6 +89,45 @@ ARCHIVED: MetaKey[bool] = MetaKey("archived", StrictBool)
 INCLUDE_ARCHIVED: MetaKey[bool] = MetaKey("includeArchived", StrictBool)
 """On ``session/list`` params: list archived Sessions too (the standard has no archive)."""
 
+REQUEST_ID: MetaKey[str] = MetaKey("requestId", Annotated[str, StringConstraints(min_length=1, max_length=200)])
+"""On the params of a mutating request: the client's id for this action; a repeat gets the recorded answer, never a second effect."""
+REVISION: MetaKey[int] = MetaKey("revision", Annotated[StrictInt, Field(ge=0)])
+"""On the params of a Session's request: the transcript revision the client saw (a newer one: ``CONFLICT_CODE``).
+On answers that concern a Session (``session/new``, ``session/load``, ``session/resume``, ``session/prompt``): its revision now."""
+PROJECT: MetaKey[str] = MetaKey("project", str)
+"""On the params of a Session's request: the project directory the client acts in (another one: ``CONFLICT_CODE``)."""
+
+CONFLICT_CODE = -32003
+"""The one JSON-RPC error code for an action refused because the client's view is out of date or points elsewhere."""
+ConflictReason = Literal["staleRevision", "otherProject", "requestIdReused", "inProgress"]
+
+
+class ConflictData(_Camel):
+    """The ``data`` of a ``CONFLICT_CODE`` error: why, and what is true now."""
+
+    reason: ConflictReason
+    session_id: str | None = Field(None, alias="sessionId")
+    revision: int | None = None
+    """The Session's revision now (``staleRevision``)."""
+    project: str | None = None
+    """The Session's project directory (``otherProject``)."""
+
+
+class WorkspaceSupport(_Camel):
+    """``_meta.runwield.workspace`` of the ``initialize`` answer: what a Workspace client can rely on."""
+
+    version: Literal[1] = 1
+    request_ids: bool = Field(True, alias="requestIds")
+    """Mutating requests honour ``_meta.runwield.requestId`` (recorded answers, kept across restarts)."""
+    revisions: bool = True
+    """Session requests honour ``_meta.runwield.revision`` and ``_meta.runwield.project``; answers carry the revision."""
+    conflict_code: int = Field(CONFLICT_CODE, alias="conflictCode")
+    history: str | None = None
+    """The bounded-history method's wire name (``_runwield/history``): a Session's latest entries, older ones on request."""
+
+
+WORKSPACE: MetaKey[WorkspaceSupport] = MetaKey("workspace", WorkspaceSupport)
+
 
 class SteeringSupport(_Camel):
     """Top-level ``_meta.steering`` of the ``initialize`` answer (the steering proposal's own key, not ours)."""
@@ -99,9 +138,9 @@ class SteeringSupport(_Camel):
 STEERING_SUPPORT_KEY = "steering"
 
 
-def steering_support_meta() -> dict[str, Any]:
-    """The ``initialize`` answer's ``_meta`` that advertises ``_session/steering``."""
-    return {STEERING_SUPPORT_KEY: SteeringSupport(supported=True).model_dump(by_alias=True)}
+def initialize_meta() -> dict[str, Any]:
+    """The ``initialize`` answer's ``_meta``: ``_session/steering`` and the Workspace capability."""
+    return {STEERING_SUPPORT_KEY: SteeringSupport(supported=True).model_dump(by_alias=True), **WORKSPACE.meta(WorkspaceSupport(history=f"_{HISTORY.name}"))}
 
 
 class SteeringAnswer(_Camel):
@@ -122,6 +161,12 @@ class ExtMethod(Generic[T]):
 
 STEERING: ExtMethod[SteeringAnswer] = ExtMethod("session/steering", PromptRequest, SteeringAnswer)
 """``_session/steering``: the params of ``session/prompt``; add input to the running turn."""
+
+
+def meta_of(item: Any) -> dict[str, Any]:
+    """The ``_meta`` object of an SDK model or a dict; empty if absent."""
+    raw = item.get("_meta") if isinstance(item, dict) else getattr(item, "field_meta", None)
+    return raw if isinstance(raw, dict) else {}
 
 
 class HistoryRequest(_Camel):
@@ -148,26 +193,3 @@ class HistoryPage(_Camel):
 
 HISTORY: ExtMethod[HistoryPage] = ExtMethod("runwield/history", HistoryRequest, HistoryPage)
 """``_runwield/history``: bounded history for the Workspace page (the latest N entries, older ones on request)."""
-
-
-class WorkspaceSupport(_Camel):
-    """``_meta.runwield.workspace`` on the ``initialize`` answer: the Workspace extensions this server offers."""
-
-    version: Literal[1] = 1
-    history: str | None = None
-    """The bounded-history method's wire name (``_runwield/history``); absent: the server has none."""
-
-
-WORKSPACE: MetaKey[WorkspaceSupport] = MetaKey("workspace", WorkspaceSupport)
-
-
-def initialize_meta() -> dict[str, Any]:
-    """The ``initialize`` answer's ``_meta``: steering support and the Workspace extensions."""
-    return steering_support_meta() | WORKSPACE.meta(WorkspaceSupport(history=f"_{HISTORY.name}"))
-
-
-def meta_of(item: Any) -> dict[str, Any]:
-    """The ``_meta`` object of an SDK model or a dict; empty if absent."""
-    raw = item.get("_meta") if isinstance(item, dict) else getattr(item, "field_meta", None)
-    return raw if isinstance(raw, dict) else {}
-

@@ -59,7 +59,8 @@ from ..core.sessions import (
     SessionNotFound,
 )
 from ..core.steering import SteeringRejected
-from .extensions import HISTORY, STEERING, HistoryPage, HistoryRequest, SteeringAnswer, initialize_meta
+from .effects import EffectLedger
+from .extensions import HISTORY, NAMESPACE, REVISION, STEERING, HistoryPage, HistoryRequest, SteeringAnswer, initialize_meta, meta_of
 from .forms import form_outcome, form_request
 from .history import history_page
 from .listing import list_sessions
@@ -83,6 +84,7 @@ class AcpAgentServer:
 
     def __init__(self, host: SessionHost) -> None:
         self.host = host
+        self.effects = EffectLedger(host.store.workspace, host.store.sessions)
         self.conn: Connection | None = None
         self.client_capabilities: dict[str, Any] = {}
         self._typing_other: dict[str, str] = {}  # session id -> the interview question whose Other text is owed
@@ -144,7 +146,7 @@ class AcpAgentServer:
         task = asyncio.current_task()
         self._inflight.add(task)
         try:
-            return await handler(request)
+            return await self.effects.run(method, params, functools.partial(handler, request))
         finally:
             self._inflight.discard(task)
 
@@ -193,14 +195,24 @@ class AcpAgentServer:
         record = await self.host.create(cwd)
         self.host.attach(record.id, self.emitter(record.id), self._forms(record.id))
         self._after_response(self._advertise_commands(record.id))
-        return NewSessionResponse(session_id=record.id, config_options=record_options(self.host.models, record))
+        options = record_options(self.host.models, record)
+        return NewSessionResponse(session_id=record.id, config_options=options, field_meta=await self._revision_meta(record.id, request))
 
     async def load_session(self, request: LoadSessionRequest) -> LoadSessionResponse:
-        return LoadSessionResponse(config_options=await self._reopen(request.session_id, request.cwd, replay=True))
+        options = await self._reopen(request.session_id, request.cwd, replay=True)
+        return LoadSessionResponse(config_options=options, field_meta=await self._revision_meta(request.session_id, request))
 
     async def resume_session(self, request: ResumeSessionRequest) -> ResumeSessionResponse:
         """Like ``session/load``, without replaying the conversation: the client shows what it already has."""
-        return ResumeSessionResponse(config_options=await self._reopen(request.session_id, request.cwd, replay=False))
+        options = await self._reopen(request.session_id, request.cwd, replay=False)
+        return ResumeSessionResponse(config_options=options, field_meta=await self._revision_meta(request.session_id, request))
+
+    async def _revision_meta(self, session_id: str, request: BaseModel) -> dict[str, Any] | None:
+        """``_meta.runwield.revision``, the Session's transcript revision now, for a client that sent ``_meta.runwield``
+        (a Workspace client, which sends it back); ordinary clients get answers without it."""
+        if NAMESPACE not in meta_of(request):
+            return None
+        return REVISION.meta(await self.host.store.sessions.revision(session_id))
 
     async def list_sessions(self, request: ListSessionsRequest) -> ListSessionsResponse:
         return await list_sessions(self.host.store.sessions, request)
@@ -224,14 +236,14 @@ class AcpAgentServer:
         await self._open(session_id)
         reply = read_reply(request.prompt)
         if (pending := await self.host.waiting_question(session_id)) is not None:
-            return await self._answer(pending, reply)
+            return await self._with_revision(await self._answer(pending, reply), request)
         text = reply.command or prompt_text(request.prompt)
         try:
             result = await self.host.prompt(session_id, text, self.emitter(session_id), forms=self._forms(session_id))
         except (SessionBusy, QuestionPending) as exc:
             reason = "busy" if isinstance(exc, SessionBusy) else "questionPending"
             raise _busy(session_id, str(exc), reason, prompt=text) from None
-        return _stop_reason(result, session_id)
+        return await self._with_revision(_stop_reason(result, session_id), request)
 
     async def _answer(self, pending: PendingQuestion, reply: ChatReply) -> PromptResponse:
         """Apply a chat reply to the waiting question: settle it (the turn goes on), or say why it did not."""
@@ -254,6 +266,11 @@ class AcpAgentServer:
             update = question_update(other_prompt(pending.question), pending.id, "other")
         await self.send_update(session_id, update)
         return PromptResponse(stop_reason="end_turn")
+
+    async def _with_revision(self, response: PromptResponse, request: PromptRequest) -> PromptResponse:
+        if (meta := await self._revision_meta(request.session_id, request)) is None:
+            return response
+        return response.model_copy(update={"field_meta": meta})
 
     async def steer(self, request: PromptRequest) -> SteeringAnswer:
         """``_session/steering``: add input to the running turn, or say that it needs an ordinary prompt."""

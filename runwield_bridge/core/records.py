@@ -66,6 +66,17 @@ class SeenUpdate:
 
 
 @RECORD
+class ClientRequest:
+    """A client's mutating request by its request id; ``answer`` is None while it runs."""
+
+    request_id: str
+    method: str
+    params_hash: str
+    answer: str | None = None
+    claimed_at: float = field(default_factory=time.time)
+
+
+@RECORD
 class PlanRecord:
     """A Plan: its project, title, current revision and where it stands in the workflow."""
 

@@ -11,6 +11,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from ..records import (
     Binding,
+    ClientRequest,
     ExecutionRecord,
     ExecutionStep,
     PlanRecord,
@@ -28,9 +29,11 @@ from .plans import PlanRepository
 from .reviews import ReviewRepository
 from .sessions import Entry, SessionRepository, new_session_id
 from .tables import create_schema
+from .workspace import WorkspaceRepository
 
 __all__ = [
     "Binding",
+    "ClientRequest",
     "Conflict",
     "Entry",
     "ExecutionRecord",
@@ -51,7 +54,8 @@ POOL_TIMEOUT_SECONDS = 600
 
 class Store:
     """The database (SQLite in WAL mode unless the URL names another) and its repositories: ``sessions`` (with
-    transcripts and turns), ``plans``, ``reviews``, ``executions`` and ``bridge`` (bindings and update claims)."""
+    transcripts and turns), ``plans``, ``reviews``, ``executions``, ``bridge`` (bindings and update claims)
+    and ``workspace`` (client request ids, Workspace logins)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -66,6 +70,7 @@ class Store:
         self.reviews = ReviewRepository(connect)
         self.executions = ExecutionRepository(connect)
         self.bridge = BridgeStateRepository(connect)
+        self.workspace = WorkspaceRepository(connect)
 
     @classmethod
     async def open(cls, url: str) -> Store:

@@ -7,7 +7,7 @@ import time
 import uuid
 from typing import Any
 
-from sqlalchemy import and_, or_
+from sqlalchemy import and_, func, or_
 from sqlmodel import col, select, update
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -111,6 +111,13 @@ class SessionRepository(Repository):
             .order_by(col(TranscriptRow.id))
         )
         return await self._all(TranscriptEntry, query)
+
+
+    async def revision(self, session_id: str) -> int:
+        """The Session's transcript revision: the id of its latest entry (0 before the first); it only grows."""
+        query = select(func.max(TranscriptRow.id)).where(TranscriptRow.session_id == session_id)
+        async with self._db() as db:
+            return (await db.exec(query)).one() or 0
 
 
 async def _committed(db: AsyncSession, row: SessionRow | None) -> SessionRecord | None:

@@ -164,6 +164,29 @@ class SeenUpdateRow(SQLModel, table=True):
     claimed_at: float = Field(default_factory=time.time, index=True)
 
 
+class ClientRequestRow(SQLModel, table=True):
+    """A client's mutating request by its request id: claimed before it runs, its answer recorded after."""
+
+    __tablename__ = "client_requests"
+    request_id: str = Field(primary_key=True)
+    method: str
+    params_hash: str
+    answer: str | None = None
+    """The JSON-RPC answer as sent (``{"result": ...}`` or ``{"error": ...}``); None while it runs."""
+    claimed_at: float = Field(default_factory=time.time, index=True)
+
+
+class WorkspaceLoginRow(SQLModel, table=True):
+    """A Workspace login token (used once) or a browser's login session (its cookie), stored only as a hash."""
+
+    __tablename__ = "workspace_logins"
+    token_hash: str = Field(primary_key=True)
+    kind: str  # token | session
+    expires_at: float
+    used: bool = False
+    created_at: float = Field(default_factory=time.time)
+
+
 def create_schema(conn: Connection) -> None:
     """Create the tables and indexes that are missing. Each statement says IF NOT EXISTS, so processes
     starting together on a new database do not fail on each other's tables."""
