@@ -120,7 +120,10 @@ async function refreshSessions() {
   renderSessions();
   const current = state.current && state.sessions.get(state.current.sessionId);
   const changed = Boolean(current && current.updatedAt !== state.current.updatedAt);
-  if (current) Object.assign(state.current, { updatedAt: current.updatedAt, title: current.title || state.current.title });
+  if (current) {
+    Object.assign(state.current, { updatedAt: current.updatedAt, title: current.title || state.current.title });
+    ui.title.textContent = state.current.title || "Untitled Session";
+  }
   return changed;
 }
 
@@ -392,7 +395,10 @@ async function send() {
     if (state.current === session) state.running = false;
     controls();
   }
-  if (state.current === session && rpc.isOpen) await syncLatest().catch(() => {});
+  if (state.current === session && rpc.isOpen) {
+    await syncLatest().catch(() => {});
+    await refreshSessions().catch(() => {});
+  }
 }
 
 function cancel() {

@@ -1,0 +1,107 @@
+"""The Workspace page in headless Chromium (Debian's, through Playwright), on a real Session Host over ACP."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from acp_session import INIT, WLD, say
+from acp_wire import WireClient
+from playwright.async_api import Browser, Page, async_playwright, expect
+from test_review_browser import CHROMIUM_ARGS, chromium
+from waiting import PATIENCE
+from workspace_kit import Workspace, screenshot, workspace
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+WAIT = PATIENCE * 1000  # Playwright counts milliseconds
+expect.set_options(timeout=WAIT)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def browser() -> AsyncIterator[Browser]:
+    """One Chromium for the module; each test gets its own page."""
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
+        yield launched
+        await launched.close()
+
+
+async def open_page(browser: Browser, ws: Workspace, **query: str | int) -> Page:
+    page = await browser.new_page(viewport={"width": 1100, "height": 760})
+    page.set_default_timeout(WAIT)
+    await page.goto(ws.url(poll=300, **query))
+    await expect(page.locator("#connection")).to_have_text("Connected")
+    return page
+
+
+async def start_session(page: Page, cwd: Path) -> None:
+    await page.get_by_label("Project directory").fill(str(cwd))
+    await page.get_by_role("button", name="New Session", exact=True).click()
+    await expect(page.get_by_label("Message")).to_be_enabled()
+
+
+async def send(page: Page, text: str) -> None:
+    """Type a message and press Enter, as a person would."""
+    box = page.get_by_label("Message")
+    await box.fill(text)
+    await box.press("Enter")
+
+
+def entries(page: Page, kind: str, text: str):
+    return page.locator(f"#entries .entry.{kind}", has_text=text)
+
+
+async def test_a_conversation_started_in_the_browser_is_continued_over_stdio(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path) as ws:
+        page = await open_page(browser, ws)
+        await start_session(page, tmp_path)
+        box = page.get_by_label("Message")
+        await box.type("first line")
+        await box.press("Shift+Enter")
+        await box.type("second line")
+        assert await box.input_value() == "first line\nsecond line", "Shift+Enter is a new line, not a send"
+        await box.press("Enter")
+        await expect(entries(page, "agent", "You said: first line")).to_have_count(1)
+        await expect(page.locator("#session-title")).to_have_text("first line")
+        await expect(page.get_by_role("button", name="first line")).to_be_visible()  # the sidebar, under its Project
+
+        await page.get_by_label("Reasoning").select_option("high")
+        await send(page, "and now?")
+        await expect(entries(page, "thought", "Thinking (high) about: and now?")).to_have_count(1)
+
+        await page.get_by_role("button", name="Commands").click()
+        await page.get_by_role("menuitem", name="/help").click()
+        assert (await box.input_value()).startswith("/help")
+        await box.fill("")
+
+        session_id = await page.evaluate("document.querySelector('[aria-current=true]').dataset.session")
+        async with WireClient.spawn([WLD, "acp"], cwd=tmp_path) as client:
+            await client.call("initialize", INIT)
+            await client.call("session/resume", {"sessionId": session_id, "cwd": str(tmp_path), "mcpServers": []})
+            assert (await say(client, session_id, "from the terminal"))["result"] == {"stopReason": "end_turn"}
+        await expect(entries(page, "agent", "You said: from the terminal")).to_have_count(1)
+        await expect(entries(page, "user", "from the terminal")).to_have_count(1)
+        await expect(entries(page, "user", "and now?")).to_have_count(1)
+        await expect(page.locator("#entries .live")).to_have_count(0)
+        await screenshot(page, "conversation")
+
+        older = await open_page(browser, ws, limit=3)
+        await older.get_by_role("button", name="first line").click()
+        await expect(entries(older, "agent", "You said: from the terminal")).to_have_count(1)
+        await expect(entries(older, "user", "first line")).to_have_count(0)
+        await older.locator("#conversation").evaluate("c => { c.scrollTop = 0; c.dispatchEvent(new Event('scroll')); }")
+        await expect(entries(older, "user", "and now?")).to_have_count(1)
+        await older.get_by_role("button", name="Show older messages").click()
+        await expect(entries(older, "user", "first line")).to_have_count(1)
+        await expect(older.get_by_role("button", name="Show older messages")).to_be_hidden()
+        assert await older.locator("#entries .entry").count() == await page.locator("#entries .entry").count()
+
+        await older.set_viewport_size({"width": 390, "height": 844})
+        await expect(older.get_by_label("Projects and Sessions")).to_be_hidden()
+        await older.get_by_role("button", name="Sessions").click()
+        await expect(older.get_by_label("Projects and Sessions")).to_be_visible()
+        await older.get_by_role("button", name="first line").click()
+        await expect(older.get_by_label("Projects and Sessions")).to_be_hidden()
+        await screenshot(older, "phone")
