@@ -105,3 +105,51 @@ async def test_a_conversation_started_in_the_browser_is_continued_over_stdio(bro
         await older.get_by_role("button", name="first line").click()
         await expect(older.get_by_label("Projects and Sessions")).to_be_hidden()
         await screenshot(older, "phone")
+
+
+async def test_a_question_is_answered_in_a_browser_form(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path) as ws:
+        page = await open_page(browser, ws)
+        await start_session(page, tmp_path)
+        await send(page, "interview me")
+        form = page.locator("form.question")
+        await expect(form).to_contain_text("Which language should the example use?")
+        await expect(form.get_by_label("Rust")).not_to_be_checked()  # nothing is chosen for the person
+        await form.get_by_label("Other", exact=True).check()
+        await form.get_by_label("Other answer").fill("Zig")
+        await screenshot(page, "question")
+        await form.get_by_role("button", name="Answer").click()
+        await expect(form).to_contain_text("Should it include tests?")
+        await form.get_by_label("Yes").check()
+        await form.get_by_label("Yes").press("Enter")
+        await expect(form).to_contain_text("Anything else I should know?")
+        await form.get_by_label("Answer (required)").fill("only on CI")
+        await form.get_by_role("button", name="Answer").click()
+        await expect(entries(page, "agent", "Your answers, in order: 1. Zig; 2. Yes; 3. only on CI.")).to_have_count(1)
+        await expect(form).to_have_count(0)
+
+
+async def test_a_plan_is_reviewed_and_approved_from_the_page(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path) as ws:
+        page = await open_page(browser, ws)
+        await start_session(page, tmp_path)
+        await send(page, "make a plan to add a README")
+        await expect(entries(page, "agent", "Saved Plan")).not_to_have_count(0)
+        await send(page, "/plan-review")
+        review = page.get_by_role("link", name="Review the Plan")
+        await expect(review).to_have_count(1)
+        await screenshot(page, "plan")
+        async with page.expect_popup() as opened:
+            await review.click()
+        reviewer = await opened.value
+        await expect(reviewer.locator("h1")).to_have_text("Add a README")
+        await reviewer.get_by_role("button", name="Approve revision 1").click()
+        await expect(reviewer.get_by_text("is approved")).to_be_visible()
+
+        form = page.locator("form.question")  # the Session asks, in a form, whether to execute now
+        await expect(form).to_contain_text("Execute “Add a README” now?")
+        await form.get_by_label("Not now").check()
+        await form.get_by_role("button", name="Answer").click()
+        await expect(form).to_have_count(0)
+        [plan] = await ws.app.plans.for_project(tmp_path)
+        assert (plan.state, plan.approved_revision) == ("approved", 1)

@@ -41,12 +41,21 @@ export class Conversation {
     return this.first !== null && this.first > 0;
   }
 
-  /** Saved entries after the ones shown (live ones go: the saved record takes their place). */
+  /** Saved entries after the ones shown (live ones go: the saved record takes their place). A review link is
+   * never saved (it is a secret), so a Plan entry shown live stays in place of its saved text. */
   appendSaved(entries) {
+    const links = new Map([...this.list.querySelectorAll(".plan.live")].map((node) => [node.dataset.message, node]));
     this.dropLive();
     for (const { index, update } of entries) {
       if (index <= this.last) continue;
-      this.show(update, { index });
+      const link = update.sessionUpdate === "agent_message_chunk" && links.get(update.messageId || "");
+      if (link) {
+        link.classList.remove("live");
+        link.dataset.index = String(index);
+        this.list.append(link);
+      } else {
+        this.show(update, { index });
+      }
       this.last = index;
       if (this.first === null) this.first = index;
     }
@@ -103,7 +112,7 @@ export class Conversation {
       const url = safeUrl(link.url);
       const body = element("div", { class: "text" }, text(update));
       const action = url ? element("a", { class: "button", href: url, target: "_blank", rel: "noopener" }, link.label || "Review the Plan") : "";
-      return place(element("li", { class: "entry agent plan" }, element("div", { class: "who" }, `Plan, revision ${link.revision}`), body, action));
+      return place(element("li", { class: "entry agent plan", "data-message": update.messageId || "" }, element("div", { class: "who" }, `Plan, revision ${link.revision}`), body, action));
     }
     if (NOTICE_LEVELS.has(meta.notice)) return place(element("li", { class: `entry notice ${meta.notice}`, role: "note" }, text(update).trim()));
     const id = update.messageId || "";
