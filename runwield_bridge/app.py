@@ -20,7 +20,8 @@ from .core.execution import Executor
 from .core.plan_commands import PlanCommands
 from .core.plan_execution import ChatExecution
 from .core.plans import PlanBook
-from .core.reviews import ReviewHub
+from .core.logins import LOGIN_TOKEN_TTL
+from .core.reviews import ReviewHub, ReviewUnavailable
 from .core.sessions import SessionHost
 from .core.store import Store
 from .core.tools import WORKTREE_TOOLS
@@ -163,3 +164,26 @@ async def run_chat(session_host: SessionHost, session_id: str | None = None, cwd
     finally:
         await bridge.close()
         await channel.close()
+
+
+async def serve_workspace(app: App, *, open_browser: bool) -> int:
+    """``wld workspace``: the Workspace (login link, page, ACP over a WebSocket at ``/acp``) and the review pages on
+    ``[web] listen``, served until Ctrl-C after printing a one-time login link."""
+    import webbrowser
+
+    from .core.logins import WorkspaceLogins
+    from .web.workspace import add_workspace_routes, login_url
+
+    logins = WorkspaceLogins(app.store.workspace)
+    add_workspace_routes(app.review_pages.server, app.host, logins)
+    try:
+        base_url = await app.review_pages.base_url()
+    except ReviewUnavailable as exc:
+        raise ConfigError(str(exc)) from None
+    url = login_url(base_url, await logins.mint_token())
+    print(f"Log in to the Workspace with this link (it works once, within {int(LOGIN_TOKEN_TTL // 60)} minutes):\n{url}", flush=True)
+    if open_browser:
+        webbrowser.open(url)
+    print("Serving the Workspace; press Ctrl-C to stop.", flush=True)
+    await asyncio.Event().wait()
+    return 0

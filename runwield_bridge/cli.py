@@ -1,4 +1,4 @@
-"""`wld`: chat, acp, bridge, sessions, plans, plugins, doctor."""
+"""`wld`: chat, acp, bridge, workspace, sessions, plans, plugins, doctor."""
 
 from __future__ import annotations
 
@@ -57,6 +57,16 @@ async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
         pages = app.review_pages
         agents = agent_endpoints(settings, app.host)
         return await run_bridge(BridgeService(settings, app.plugins, app.store.bridge, agents, web=pages.server, start_web=pages.base_url))
+    finally:
+        await app.close()
+
+
+async def cmd_workspace(args: argparse.Namespace, settings: Settings) -> int:
+    from .app import serve_workspace
+
+    app = await App.start(settings)
+    try:
+        return await serve_workspace(app, open_browser=args.open)
     finally:
         await app.close()
 
@@ -145,6 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     bridge = sub.add_parser("bridge", parents=[common], help="run the configured chat channels (see docs/channels.md)")
     bridge.set_defaults(run=cmd_bridge)
+
+    workspace = sub.add_parser("workspace", parents=[common], help="serve the Workspace (browser) and print a one-time login link")
+    workspace.add_argument("--open", action="store_true", help="open the login link in the web browser too")
+    workspace.set_defaults(run=cmd_workspace)
 
     sessions = sub.add_parser("sessions", parents=[common], help="list, archive or unarchive Sessions")
     sessions.add_argument("action", nargs="?", choices=["list", "archive", "unarchive"], default="list", help="what to do (default: list)")

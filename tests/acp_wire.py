@@ -349,11 +349,16 @@ class WireClient:
         tail = self.stderr[-2000:]
         return f"\n--- agent stderr (tail) ---\n{tail}" if tail else ""
 
+    async def _incoming(self) -> AsyncIterator[bytes]:
+        """The agent's messages as lines (its stdout), until the end."""
+        assert self.proc.stdout is not None
+        while line := await self.proc.stdout.readline():
+            yield line
+
     async def _read_stdout(self) -> None:
         """Receive stdout lines until EOF, then fail the requests still pending."""
-        assert self.proc.stdout is not None
         try:
-            while line := await self.proc.stdout.readline():
+            async for line in self._incoming():
                 self._receive(line)
                 async with self._arrived:
                     self._arrived.notify_all()

@@ -4,6 +4,7 @@ out-of-date view of a Session (its ``revision``, its ``project``) is refused bef
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -27,6 +28,8 @@ CONFLICT_MESSAGES: dict[ConflictReason, str] = {
     "requestIdReused": "this requestId was already used for a different request",
     "inProgress": "the request with this requestId is still running; its answer comes on the first connection",
 }
+
+INTERRUPTED = {"error": RequestError.internal_error({"details": "the request was cut short; what it did so far stands (see the Session's history)"}).to_error_obj()}
 
 
 def conflict(reason: ConflictReason, **data: Any) -> RequestError:
@@ -85,8 +88,8 @@ class EffectLedger:
             answer: dict[str, Any] = {"result": answer_of(await handler())}
         except RequestError as exc:
             answer = {"error": exc.to_error_obj()}
-        except BaseException:
-            await self.requests.forget_request(request_id)
+        except BaseException:  # cut short (the client left, the process stops): what it did so far stands
+            await asyncio.shield(self.requests.record_answer(request_id, json.dumps(INTERRUPTED)))
             raise
         await self.requests.record_answer(request_id, json.dumps(answer))
         return _replayed(answer)

@@ -4,26 +4,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from acp.connection import Connection
 
 from ..core.sessions import SessionHost
-from .sdk_gaps import MemoryEnd, memory_pair
+from .sdk_gaps import MemoryEnd, MessageTransport, memory_pair
 from .server import AcpAgentServer
 from .transport import protocol_stdio
 
 
 async def serve_stdio(host: SessionHost) -> None:
-    """Serve one ACP client on stdin/stdout until it closes the stream."""
-    transport = await protocol_stdio()
+    """Serve one ACP client on stdin/stdout until it closes the stream; then running turns settle as cancelled."""
+    await serve_transport(host, await protocol_stdio(), at_end=host.shutdown)
+
+
+async def serve_transport(host: SessionHost, transport: MessageTransport, at_end: Callable[[], Awaitable[None]] | None = None) -> None:
+    """Serve one ACP client on ``transport`` until its input ends (stdio, a WebSocket), then run ``at_end``;
+    requests already received still get their answers."""
     server = AcpAgentServer(host)
     conn = Connection(server, transport, listening=False)
     server.attach(conn)
     try:
         await conn.main_loop()
     finally:
-        await host.shutdown()  # the client is gone: running turns settle as cancelled
+        if at_end is not None:
+            await at_end()
         await server.drain()
         await conn.close()
 

@@ -162,8 +162,12 @@ class AcpAgentServer:
 
     def emitter(self, session_id: str) -> Callable[[Event], Awaitable[None]]:
         async def emit(event: Event) -> None:
-            if (update := event_to_update(event, self.host.models)) is not None:
+            if (update := event_to_update(event, self.host.models)) is None:
+                return
+            try:
                 await self.send_update(session_id, update)
+            except ConnectionError:  # the client left (a closed WebSocket): the turn goes on, its transcript keeps it
+                log.debug("update for Session %s dropped: the client is gone", session_id)
 
         return emit
 

@@ -133,18 +133,30 @@ def _answerable_id(message: Any) -> Any:
     return None
 
 
+def checked_message(raw: str | bytes) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """A client's raw message (a line, a WebSocket frame): ``(message, None)`` when it is a JSON-RPC message we
+    accept, else ``(None, the -32700 / -32600 error to answer with)``."""
+    try:
+        message = parse_json(raw)
+    except ParseError as exc:
+        return None, parse_error(str(exc))
+    if reason := invalid_request_reason(message):
+        return None, _error(_answerable_id(message), -32600, f"Invalid request: {reason}")
+    return message, None
+
+
+def parse_error(detail: str) -> dict[str, Any]:
+    """The -32700 answer to input that holds no message."""
+    return _error(None, -32700, f"Parse error: {detail}")
+
+
 class CheckedNdjsonTransport(LineTransport):
     """Newline-delimited JSON-RPC that replies -32700 / -32600 to bad lines and keeps serving."""
 
     async def parse(self, line: bytes) -> dict[str, Any] | None:
-        try:
-            message = parse_json(line)
-        except ParseError as exc:
-            await self.send(_error(None, -32700, f"Parse error: {exc}"))
-            return None
-        if reason := invalid_request_reason(message):
-            await self.send(_error(_answerable_id(message), -32600, f"Invalid request: {reason}"))
-            return None
+        message, error = checked_message(line)
+        if error is not None:
+            await self.send(error)
         return message
 
 
