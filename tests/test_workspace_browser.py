@@ -12,7 +12,7 @@ from acp_wire import WireClient
 from playwright.async_api import Browser, Page, async_playwright, expect
 from test_review_browser import CHROMIUM_ARGS, chromium
 from waiting import PATIENCE
-from workspace_kit import Workspace, screenshot, workspace
+from workspace_kit import Workspace, cut_connections, screenshot, workspace
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 WAIT = PATIENCE * 1000  # Playwright counts milliseconds
@@ -29,11 +29,7 @@ async def browser() -> AsyncIterator[Browser]:
 
 
 async def open_page(browser: Browser, ws: Workspace, **query: str | int) -> Page:
-    page = await browser.new_page(viewport={"width": 1100, "height": 760})
-    page.set_default_timeout(WAIT)
-    await page.goto(ws.url(poll=300, **query))
-    await expect(page.locator("#connection")).to_have_text("Connected")
-    return page
+    return await ws.open_page(browser, WAIT, **query)
 
 
 async def start_session(page: Page, cwd: Path) -> None:
@@ -68,6 +64,8 @@ async def test_a_conversation_started_in_the_browser_is_continued_over_stdio(bro
         await expect(page.get_by_role("button", name="first line")).to_be_visible()  # the sidebar, under its Project
 
         await page.get_by_label("Reasoning").select_option("high")
+        await expect(page.get_by_label("Reasoning")).to_be_enabled()  # disabled while the change is on its way
+        await expect(page.get_by_label("Reasoning")).to_have_value("high")
         await send(page, "and now?")
         await expect(entries(page, "thought", "Thinking (high) about: and now?")).to_have_count(1)
 
@@ -153,3 +151,48 @@ async def test_a_plan_is_reviewed_and_approved_from_the_page(browser: Browser, t
         await expect(form).to_have_count(0)
         [plan] = await ws.app.plans.for_project(tmp_path)
         assert (plan.state, plan.approved_revision) == ("approved", 1)
+
+
+async def test_a_connection_cut_mid_turn_is_rebuilt_without_duplicates_or_replays(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path) as ws:
+        page = await open_page(browser, ws)
+        await start_session(page, tmp_path)
+        await send(page, "slow count")
+        await expect(page.locator("#entries .agent.live", has_text="You said: slow count")).to_have_count(1)
+        await cut_connections(page)
+        await expect(page.get_by_text("The connection dropped during this turn")).to_be_visible()
+        await expect(page.locator("#connection")).to_have_text("Connected")
+        # the turn goes on without this connection until the server cancels it; the page follows what is saved
+        await expect(page.locator("#entries .notice", has_text="cancel")).not_to_have_count(0)
+        await expect(entries(page, "user", "slow count")).to_have_count(1)
+        await expect(entries(page, "agent", "You said: slow count")).to_have_count(1)
+        await expect(page.locator("#entries .live")).to_have_count(0)
+        assert await page.get_by_label("Message").input_value() == "", "nothing is put back to be sent again"
+        session_id = await page.evaluate("document.querySelector('[aria-current=true]').dataset.session")
+        prompts = [e for e in await ws.app.host.history(session_id) if type(e).__name__ == "UserMessage"]
+        assert [p.text for p in prompts] == ["slow count"], "the prompt reached the Session once"
+
+
+async def test_the_page_says_what_a_server_without_the_workspace_extension_lacks(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path) as ws:
+        page = await ws.open_page(browser, WAIT, without_workspace=True)
+        banner = page.get_by_role("alert")
+        await expect(banner).to_contain_text("This server offers no bounded history")
+        await expect(banner).to_contain_text("does not check request ids and revisions")
+
+
+async def test_the_page_and_its_socket_need_the_login_and_the_origin(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path) as ws:
+        stranger = await browser.new_page()
+        response = await stranger.goto(ws.url())
+        assert response is not None and response.status == 401
+        await expect(stranger.locator("body")).to_contain_text("Open the link that `wld workspace` prints")
+        page = await open_page(browser, ws)  # logged in: the page connects
+        elsewhere = ws.base_url.replace("127.0.0.1", "localhost")  # another origin, and no cookie there
+        await stranger.goto(elsewhere + "/workspace/static/workspace.css")
+        outcome = await stranger.evaluate(
+            """url => new Promise(done => { const s = new WebSocket(url); s.onopen = () => done("open"); s.onclose = () => done("refused"); })""",
+            ws.base_url.replace("http", "ws") + "/acp",
+        )
+        assert outcome == "refused"
+        await expect(page.locator("#connection")).to_have_text("Connected")

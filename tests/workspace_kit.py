@@ -1,95 +1,83 @@
-"""The Workspace page on a real Session Host for browser tests: the page, review pages and an ACP WebSocket on one server."""
+"""The Workspace page for browser tests: a Session Host in this process serving it exactly as `wld workspace` does
+(login link, page, ACP over a WebSocket at /acp, review pages), and a Chromium page logged in to it."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import json
 import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from aiohttp import WSMsgType, web
-from acp.connection import Connection
-from playwright.async_api import Page
+from playwright.async_api import Browser, Page, expect
 
-from runwield_bridge.acp.sdk_gaps import memory_pair
-from runwield_bridge.acp.server import AcpAgentServer
-from runwield_bridge.app import App
+from runwield_bridge.app import App, start_workspace
 from runwield_bridge.config import load_settings
-from runwield_bridge.web.workspace import add_workspace_routes
+from runwield_bridge.core.logins import WorkspaceLogins
+from runwield_bridge.web.workspace import login_url
 
 IMAGES = Path(__file__).resolve().parent.parent / "docs" / "images"
+SOCKETS = """(() => {
+  // Keep the page's WebSockets reachable, so a test can cut them as a network failure would; and, when asked,
+  // hide _meta.runwield.workspace from answers, as a server without the extension would send them.
+  const Real = window.WebSocket;
+  window.__sockets = [];
+  window.WebSocket = class extends Real {
+    constructor(...args) { super(...args); window.__sockets.push(this); }
+    addEventListener(type, listener, ...rest) {
+      if (type === "message" && window.__withoutWorkspace) {
+        const inner = listener;
+        listener = (event) => {
+          const message = JSON.parse(event.data);
+          if (message.result && message.result._meta && message.result._meta.runwield) delete message.result._meta.runwield.workspace;
+          inner({ data: JSON.stringify(message) });
+        };
+      }
+      super.addEventListener(type, listener, ...rest);
+    }
+  };
+})();"""
 
 
 @dataclass
 class Workspace:
-    """A running `wld` web server with the Workspace page; ``url`` opens it."""
+    """A Session Host (SQLite under ``$WLD_HOME``) serving the Workspace on ``base_url``."""
 
     app: App
     base_url: str
-    sockets: set[web.WebSocketResponse] = field(default_factory=set)
-    strip_workspace: bool = False
+    logins: WorkspaceLogins
 
     def url(self, **query: str | int) -> str:
         tail = "&".join(f"{k}={v}" for k, v in query.items())
         return f"{self.base_url}/workspace" + (f"?{tail}" if tail else "")
 
-    async def drop_connections(self) -> None:
-        """Cut every open WebSocket, as a network failure would."""
-        for socket in list(self.sockets):
-            await socket.close()
-
-    async def acp_socket(self, request: web.Request) -> web.WebSocketResponse:
-        """ACP over a WebSocket (one JSON-RPC message per text frame) on an in-memory pipe to the Session Host."""
-        socket = web.WebSocketResponse()
-        await socket.prepare(request)
-        self.sockets.add(socket)
-        server_end, client_end = memory_pair()
-        server = AcpAgentServer(self.app.host)
-        conn = Connection(server, server_end)
-        server.attach(conn)
-
-        async def outbound() -> None:
-            while (message := await client_end.receive()) is not None:
-                if self.strip_workspace and "result" in message and isinstance(message["result"], dict):
-                    message["result"].get("_meta", {}).get("runwield", {}).pop("workspace", None)
-                await socket.send_str(json.dumps(message))
-
-        sending = asyncio.create_task(outbound())
-        try:
-            async for frame in socket:
-                if frame.type == WSMsgType.TEXT:
-                    await client_end.send(json.loads(frame.data))
-        finally:
-            self.sockets.discard(socket)
-            await client_end.close()
-            await conn.close()
-            sending.cancel()
-        return socket
+    async def open_page(self, browser: Browser, timeout: float, *, without_workspace: bool = False, **query: str | int) -> Page:
+        """A new browser page, logged in with a fresh login link, on the Workspace once it is connected."""
+        page = await browser.new_page(viewport={"width": 1100, "height": 760})
+        page.set_default_timeout(timeout)
+        await page.add_init_script(SOCKETS)
+        if without_workspace:
+            await page.add_init_script("window.__withoutWorkspace = true;")
+        await page.goto(login_url(self.base_url, await self.logins.mint_token()))
+        await page.goto(self.url(poll=300, **query))
+        await expect(page.locator("#connection")).to_have_text("Connected")
+        return page
 
 
 @contextlib.asynccontextmanager
-async def workspace(tmp_path: Path, config: str = "") -> AsyncIterator[Workspace]:
-    """A Session Host (SQLite under ``$WLD_HOME``) serving the Workspace page, review pages and ``/acp``."""
-    (tmp_path / "wld.toml").write_text('[web]\nlisten = "127.0.0.1:0"\n' + config)
+async def workspace(tmp_path: Path) -> AsyncIterator[Workspace]:
+    (tmp_path / "wld.toml").write_text('[web]\nlisten = "127.0.0.1:0"\n')
     app = await App.start(load_settings(tmp_path / "wld.toml"))
-    server = app.review_pages.server
-    add_workspace_routes(server)
-    holder: dict[str, Workspace] = {}
-
-    async def acp(request: web.Request) -> web.StreamResponse:
-        return await holder["workspace"].acp_socket(request)
-
-    server.add_route("GET", "/acp", acp)
     try:
-        holder["workspace"] = Workspace(app, await app.review_pages.base_url())
-        yield holder["workspace"]
+        base_url, logins = await start_workspace(app)
+        yield Workspace(app, base_url, logins)
     finally:
-        if "workspace" in holder:
-            await holder["workspace"].drop_connections()
         await app.close()
+
+
+async def cut_connections(page: Page) -> None:
+    """Close the page's WebSockets under it, as a dropped network connection would."""
+    await page.evaluate("window.__sockets.forEach((socket) => socket.close())")
 
 
 async def screenshot(page: Page, name: str) -> None:
@@ -97,4 +85,3 @@ async def screenshot(page: Page, name: str) -> None:
     if os.environ.get("WLD_SCREENSHOTS") == "1":
         IMAGES.mkdir(exist_ok=True)
         await page.screenshot(path=str(IMAGES / f"workspace-{name}.png"))
-

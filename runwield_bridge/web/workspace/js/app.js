@@ -54,6 +54,33 @@ const rpc = new Connection(`${location.protocol === "https:" ? "wss" : "ws"}://$
   request,
 });
 
+function randomId() {
+  const bytes = new Uint8Array(16);
+  crypto.getRandomValues(bytes);
+  return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** `_meta` of a mutating request: a fresh request id, and the revision and Project this page saw. */
+function effect(session) {
+  if (!state.caps || !state.caps.effects) return undefined;
+  const ours = { requestId: randomId() };
+  if (session) {
+    if (session.revision !== undefined && session.revision !== null) ours.revision = session.revision;
+    ours.project = session.cwd;
+  }
+  return { runwield: ours };
+}
+
+/** Keep the Session's revision from an answer that carries one. */
+function saw(session, answer) {
+  const revision = answer && answer._meta && answer._meta.runwield && answer._meta.runwield.revision;
+  if (session && Number.isInteger(revision)) session.revision = revision;
+}
+
+function isConflict(error) {
+  return error instanceof RpcError && state.caps && state.caps.conflictCode !== undefined && error.code === state.caps.conflictCode;
+}
+
 function say(message) {
   ui.connection.textContent = message;
 }
@@ -64,7 +91,8 @@ function warn(lines) {
 }
 
 function oops(error) {
-  conversation.live({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: error }, _meta: { runwield: { notice: "error" } } });
+  conversation.note(error);
+  toBottom();
 }
 
 function capabilities(answer) {
@@ -76,6 +104,8 @@ function capabilities(answer) {
     resume: Boolean(sessions.resume),
     load: Boolean(agent.loadSession),
     history: workspace && workspace.version === 1 && typeof workspace.history === "string" ? workspace.history : null,
+    effects: Boolean(workspace && workspace.version === 1 && workspace.requestIds && workspace.revisions),
+    conflictCode: workspace && workspace.conflictCode,
   };
 }
 
@@ -84,6 +114,7 @@ function missing(caps) {
   if (!caps.list) lines.push("This server cannot list Sessions (no session/list): start a new Session with a project directory.");
   if (!caps.history) lines.push("This server offers no bounded history (no _meta.runwield.workspace version 1): opening a saved Session replays its whole conversation.");
   if (!caps.resume && !caps.load) lines.push("This server cannot reopen saved Sessions (neither session/resume nor session/load).");
+  if (!caps.effects) lines.push("This server does not check request ids and revisions: a message sent while another client changes the Session is not refused.");
   return lines;
 }
 
@@ -167,9 +198,10 @@ async function startSession(cwd) {
   if (!rpc.isOpen) return oops("Not connected: the Session was not created.");
   const ticket = ++state.opening;
   try {
-    const answer = await rpc.call("session/new", { cwd, mcpServers: [] });
+    const answer = await rpc.call("session/new", { cwd, mcpServers: [], _meta: effect(null) });
     if (ticket !== state.opening) return;
     show({ sessionId: answer.sessionId, cwd, title: null, updatedAt: null });
+    saw(state.current, answer);
     renderOptions(answer.configOptions || []);
     await refreshSessions();
   } catch (error) {
@@ -201,16 +233,18 @@ async function openSaved(session) {
 /** Open a Session on this connection: resume it and read its latest history, else load it (a full replay). */
 async function reopen(session) {
   const ticket = state.opening;
-  const request = { sessionId: session.sessionId, cwd: session.cwd, mcpServers: [] };
+  const request = { sessionId: session.sessionId, cwd: session.cwd, mcpServers: [], _meta: state.caps.effects ? { runwield: {} } : undefined };
   try {
     if (state.caps.history && state.caps.resume) {
       const answer = await rpc.call("session/resume", request);
       if (ticket !== state.opening) return;
+      saw(session, answer);
       renderOptions(answer.configOptions || []);
       await syncLatest();
     } else {
       conversation.reset();
       const answer = await rpc.call(state.caps.load ? "session/load" : "session/resume", request);
+      saw(session, answer);
       if (ticket === state.opening) renderOptions(answer.configOptions || []);
     }
   } catch (error) {
@@ -277,7 +311,7 @@ function notification(method, params) {
   if (kind === "session_info_update") {
     if (update.title) ui.title.textContent = update.title;
     const turn = update._meta && update._meta.runwield && update._meta.runwield.turn;
-    if (turn && !state.running) syncLatest().catch(() => {});
+    if (turn && !state.running) reopen(state.current).catch(() => {});
     return;
   }
   const stick = nearBottom();
@@ -317,14 +351,19 @@ function renderOptions(options) {
 }
 
 async function choose(option, select) {
+  select.disabled = true;
   try {
-    const answer = await rpc.call("session/set_config_option", { sessionId: state.current.sessionId, configId: option.id, value: select.value });
+    const session = state.current;
+    const answer = await rpc.call("session/set_config_option", { sessionId: session.sessionId, configId: option.id, value: select.value, _meta: effect(session) });
     renderOptions(answer.configOptions || []);
     const again = $(`option-${option.id}`);
     if (again) again.focus();
   } catch (error) {
     select.value = option.currentValue;
     oops(`${option.name} was not changed: ${describe(error)}`);
+    if (isConflict(error)) await reopen(state.current);
+  } finally {
+    select.disabled = false;
   }
 }
 
@@ -381,9 +420,14 @@ async function send() {
   state.running = true;
   controls();
   try {
-    await rpc.call("session/prompt", { sessionId: session.sessionId, prompt: [{ type: "text", text }] });
+    const answer = await rpc.call("session/prompt", { sessionId: session.sessionId, prompt: [{ type: "text", text }], _meta: effect(session) });
+    saw(session, answer);
   } catch (error) {
-    if (error instanceof RpcError && error.code === BUSY) {
+    if (isConflict(error)) {
+      ui.text.value = text; // not taken: read what changed, then send it again if you still want to
+      conversation.dropLive();
+      oops(`Not sent: ${error.message}. The conversation below is brought up to date.`);
+    } else if (error instanceof RpcError && error.code === BUSY) {
       ui.text.value = text; // not taken: it is yours to send again
       oops(`Not sent: ${error.message}`);
     } else if (error instanceof RpcError && error.code === -32000) {
@@ -396,7 +440,7 @@ async function send() {
     controls();
   }
   if (state.current === session && rpc.isOpen) {
-    await syncLatest().catch(() => {});
+    await reopen(session).catch(() => {});
     await refreshSessions().catch(() => {});
   }
 }
@@ -413,7 +457,7 @@ function closeSidebar() {
 async function poll() {
   if (!rpc.isOpen || !state.caps || state.running) return;
   try {
-    if (await refreshSessions()) await syncLatest();
+    if (await refreshSessions()) await reopen(state.current);
   } catch {
     // the connection dropped; it reconnects and rebuilds
   }

@@ -78,6 +78,11 @@ export class Conversation {
     this.show({ sessionUpdate: "user_message_chunk", content: { type: "text", text: prompt } }, {});
   }
 
+  /** Something this page has to say (a request that was refused or lost): kept until another Session is opened. */
+  note(message) {
+    this.list.append(element("li", { class: "entry notice error local", role: "alert" }, message));
+  }
+
   live(update) {
     this.show(update, {});
   }
