@@ -53,7 +53,8 @@ class Workspace:
 
     async def open_page(self, browser: Browser, timeout: float, *, without_workspace: bool = False, **query: str | int) -> Page:
         """A new browser page, logged in with a fresh login link, on the Workspace once it is connected."""
-        page = await browser.new_page(viewport={"width": 1100, "height": 760})
+        context = await browser.new_context(viewport={"width": 1100, "height": 760})
+        page = await context.new_page()
         page.set_default_timeout(timeout)
         await page.add_init_script(SOCKETS)
         if without_workspace:

@@ -47,7 +47,10 @@ export class Conversation {
     const links = new Map([...this.list.querySelectorAll(".plan.live")].map((node) => [node.dataset.message, node]));
     this.dropLive();
     for (const { index, update } of entries) {
-      if (index <= this.last) continue;
+      if (index <= this.last) {
+        this.refresh(index, update);
+        continue;
+      }
       const link = update.sessionUpdate === "agent_message_chunk" && links.get(update.messageId || "");
       if (link) {
         link.classList.remove("live");
@@ -59,6 +62,14 @@ export class Conversation {
       this.last = index;
       if (this.first === null) this.first = index;
     }
+  }
+
+  /** A saved message or thought shown before may have grown since (its turn was still running): show it as it is now. */
+  refresh(index, update) {
+    const shown = this.list.querySelector(`[data-index="${index}"]`);
+    if (!shown || shown.classList.contains("plan") || !["agent_message_chunk", "agent_thought_chunk"].includes(update.sessionUpdate)) return;
+    const fresh = this.show(update, { index, before: shown });
+    if (fresh !== shown) shown.remove();
   }
 
   /** Older saved entries, above the ones shown. */
