@@ -168,8 +168,8 @@ async def run_chat(session_host: SessionHost, session_id: str | None = None, cwd
 
 
 async def start_workspace(app: App) -> tuple[str, WorkspaceLogins]:
-    """The Workspace (login link, page, ACP over a WebSocket at ``/acp``) and the review pages on ``[web] listen``,
-    started: its base URL, and the logins that mint login links."""
+    """The Workspace (login link, page, ACP over a WebSocket at ``/acp``) on the process's web server, which starts
+    now if it has not: its base URL, and the logins that mint login links."""
     from .core.logins import WorkspaceLogins
     from .web.workspace import add_workspace_routes
     from .web.workspace_page import add_page_assets
@@ -183,8 +183,9 @@ async def start_workspace(app: App) -> tuple[str, WorkspaceLogins]:
         raise ConfigError(str(exc)) from None
 
 
-async def serve_workspace(app: App, *, open_browser: bool) -> int:
-    """``wld workspace``: the Workspace served until Ctrl-C after printing a one-time login link."""
+async def open_workspace(app: App, *, open_browser: bool = False) -> str:
+    """The Workspace started (``start_workspace``); a one-time login link is printed (and opened in the web browser
+    if asked) and returned."""
     import webbrowser
 
     from .web.workspace import login_url
@@ -194,6 +195,12 @@ async def serve_workspace(app: App, *, open_browser: bool) -> int:
     print(f"Log in to the Workspace with this link (it works once, within {int(LOGIN_TOKEN_TTL // 60)} minutes):\n{url}", flush=True)
     if open_browser:
         webbrowser.open(url)
+    return url
+
+
+async def serve_workspace(app: App, *, open_browser: bool) -> int:
+    """``wld workspace``: the Workspace and the review pages on ``[web] listen``, served until Ctrl-C."""
+    await open_workspace(app, open_browser=open_browser)
     print("Serving the Workspace; press Ctrl-C to stop.", flush=True)
     await asyncio.Event().wait()
     return 0

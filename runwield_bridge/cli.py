@@ -12,7 +12,7 @@ from datetime import datetime
 from importlib.metadata import version
 
 from . import redaction
-from .app import App, agent_endpoints, run_chat
+from .app import App, agent_endpoints, open_workspace, run_chat, serve_workspace
 from .config import ConfigError, Settings, load_settings
 from .core.sessions import SessionNotFound
 from .host import load_plugins
@@ -56,14 +56,15 @@ async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
     try:
         pages = app.review_pages
         agents = agent_endpoints(settings, app.host)
-        return await run_bridge(BridgeService(settings, app.plugins, app.store.bridge, agents, web=pages.server, start_web=pages.base_url))
+        service = BridgeService(settings, app.plugins, app.store.bridge, agents, web=pages.server, start_web=pages.base_url)
+        if args.workspace:  # browsers too, on the same Session Host and web server
+            await open_workspace(app, open_browser=args.open)
+        return await run_bridge(service)
     finally:
         await app.close()
 
 
 async def cmd_workspace(args: argparse.Namespace, settings: Settings) -> int:
-    from .app import serve_workspace
-
     app = await App.start(settings)
     try:
         return await serve_workspace(app, open_browser=args.open)
@@ -154,6 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     acp.set_defaults(run=cmd_acp)
 
     bridge = sub.add_parser("bridge", parents=[common], help="run the configured chat channels (see docs/channels.md)")
+    bridge.add_argument("--workspace", action="store_true", help="serve the Workspace (browser) too and print a one-time login link")
+    bridge.add_argument("--open", action="store_true", help="with --workspace: open the login link in the web browser too")
     bridge.set_defaults(run=cmd_bridge)
 
     workspace = sub.add_parser("workspace", parents=[common], help="serve the Workspace (browser) and print a one-time login link")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,9 +43,17 @@ def workspace_config(tmp_path: Path) -> Path:
 
 
 @contextlib.asynccontextmanager
-async def running_workspace(config: Path, *args: str, env: dict[str, str] | None = None) -> AsyncIterator[Workspace]:
-    """`wld workspace --config CONFIG ARGS`, once it has printed its login link; stopped with Ctrl-C after."""
-    process = await WldProcess.start("workspace", "--config", str(config), *args, env=env)
+async def running_workspace(
+    config: Path, *args: str, env: dict[str, str] | None = None, command: str = "workspace"
+) -> AsyncIterator[Workspace]:
+    """`wld COMMAND --config CONFIG ARGS` (stdin a pipe kept open), once it has printed its Workspace login link;
+    stopped with Ctrl-C after."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "runwield_bridge.cli", command, "--config", str(config), *args,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    process = WldProcess(proc)
     try:
         assert process.proc.stdout is not None
         line = b""

@@ -1,4 +1,5 @@
-"""The store's repositories hand out plain frozen records, never its tables; and the schema is the 0.2.0 one."""
+"""The store's repositories hand out plain frozen records, never its tables; and the schema is the 0.2.0 one
+plus the Workspace's tables (new tables, made where missing when a store opens)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from runwield_bridge.core.records import PlanRecord, PlanRevisionRecord, ReviewR
 from runwield_bridge.core.store import Store
 
 SCHEMA = Path(__file__).parent / "fixtures" / "schema-0.2.0.sql"
+WORKSPACE_TABLES = Path(__file__).parent / "fixtures" / "schema-workspace.sql"
 
 
 def schema(path: Path) -> str:
@@ -22,10 +24,15 @@ def schema(path: Path) -> str:
     return "\n".join(f"{sql};" for _, _, sql in rows) + "\n"
 
 
-async def test_a_new_database_has_exactly_the_0_2_0_schema(tmp_path: Path) -> None:
+def statements(text: str) -> set[str]:
+    return {statement for statement in text.split(";\n") if statement.strip()}
+
+
+async def test_a_new_database_has_exactly_the_0_2_0_schema_and_the_workspace_tables(tmp_path: Path) -> None:
     store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}")
     await store.close()
-    assert schema(tmp_path / "wld.db") == SCHEMA.read_text(), "the schema changes only through a migration"
+    expected = statements(SCHEMA.read_text()) | statements(WORKSPACE_TABLES.read_text())
+    assert statements(schema(tmp_path / "wld.db")) == expected, "the schema changes only through a migration"
 
 
 def test_each_table_has_a_record_with_the_same_fields() -> None:
@@ -35,6 +42,7 @@ def test_each_table_has_a_record_with_the_same_fields() -> None:
         "transcript": records.TranscriptEntry,
         "bindings": records.Binding,
         "seen_updates": records.SeenUpdate,
+        "client_requests": records.ClientRequest,
         "plans": records.PlanRecord,
         "plan_revisions": records.PlanRevisionRecord,
         "plan_sessions": records.PlanSessionLink,
@@ -42,7 +50,8 @@ def test_each_table_has_a_record_with_the_same_fields() -> None:
         "executions": records.ExecutionRecord,
         "execution_steps": records.ExecutionStep,
     }
-    assert set(tables) - set(mirrored) == {"turns"}, "every table but the store's own turn marks is handed out"
+    store_own = {"turns", "workspace_logins"}
+    assert set(tables) - set(mirrored) == store_own, "every table but the store's own turn marks and login hashes is handed out"
     for name, record in mirrored.items():
         assert [f.name for f in dataclasses.fields(record)] == list(tables[name].columns.keys()), name
 

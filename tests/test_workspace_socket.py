@@ -212,3 +212,30 @@ async def test_open_shows_the_login_link_in_the_browser(tmp_path: Path) -> None:
     async with running_workspace(workspace_config(tmp_path), "--open", env={"BROWSER": browser_command}) as workspace:
         await until(lambda: opened.exists() and opened.read_text(), "the browser to be asked to open the link")
         assert opened.read_text() == workspace.login_url
+
+
+async def test_a_login_survives_a_restart_and_an_expired_link_lets_nobody_in(tmp_path: Path, wld_home: Path) -> None:
+    config = workspace_config(tmp_path)
+    async with browser() as http:
+        async with running_workspace(config) as workspace:
+            cookie = await log_in(http, workspace.login_url)
+        async with running_workspace(config) as restarted, SocketWireClient.connect(http, restarted, cookie) as socket:
+            assert (await socket.call("initialize", INIT))["protocolVersion"] == 1
+    store = await Store.open(f"sqlite+aiosqlite:///{wld_home / 'wld.db'}")
+    try:
+        expired = WorkspaceLogins(store.workspace, token_ttl=0.0)
+        assert await expired.log_in(await expired.mint_token()) is None
+        assert not await expired.is_logged_in("guessed") and not await expired.is_logged_in(None)
+    finally:
+        await store.close()
+
+
+async def test_one_bridge_process_serves_a_chat_and_a_browser_at_once(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "wld.toml", {"web": {"listen": "127.0.0.1:0"}, "channels": {"console": {}}})
+    async with running_workspace(config, "--workspace", command="bridge") as workspace, browser() as http:
+        cookie = await log_in(http, workspace.login_url)
+        async with SocketWireClient.connect(http, workspace, cookie) as socket:
+            await socket.call("initialize", INIT)
+            session_id = (await socket.call("session/new", {"cwd": str(tmp_path), "mcpServers": []}))["sessionId"]
+            assert (await socket.call("session/prompt", text_prompt(session_id, "from the browser")))["stopReason"] == "end_turn"
+        assert workspace.process.proc.returncode is None, "the chat bridge keeps running"

@@ -84,7 +84,6 @@ class AcpAgentServer:
 
     def __init__(self, host: SessionHost) -> None:
         self.host = host
-        self.effects = EffectLedger(host.store.workspace, host.store.sessions)
         self.conn: Connection | None = None
         self.client_capabilities: dict[str, Any] = {}
         self._typing_other: dict[str, str] = {}  # session id -> the interview question whose Other text is owed
@@ -109,6 +108,11 @@ class AcpAgentServer:
         self._notifications: dict[str, Route] = {
             "session/cancel": ("CancelNotification", CancelNotification, self.cancel),
         }
+
+    @functools.cached_property
+    def effects(self) -> EffectLedger:
+        """Mutating requests once per ``requestId``, on views that are current (``effects.py``)."""
+        return EffectLedger(self.host.store.workspace, self.host.store.sessions)
 
     def attach(self, conn: Connection) -> None:
         self.conn = conn

@@ -6,6 +6,7 @@ import time
 from dataclasses import asdict, fields
 from typing import Any, TypeVar
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import SQLModel, col, update
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -33,6 +34,17 @@ class Repository:
         async with self._db() as db:
             row = await db.get(row_type, key)
             return None if row is None else frozen(record_type, row)
+
+    async def _insert_new(self, row: SQLModel) -> bool:
+        """Insert ``row`` unless a row with its key exists (then nothing is written); whether it was inserted."""
+        async with self._db() as db:
+            db.add(row)
+            try:
+                await db.commit()
+                return True
+            except IntegrityError:
+                await db.rollback()
+                return False
 
     async def _all(self, record_type: type[R], query: Any) -> list[R]:
         """The records of the rows a query selects."""

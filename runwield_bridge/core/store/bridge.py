@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 from sqlalchemy import delete
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select, update
 
 from ..records import Binding, SeenUpdate
@@ -36,16 +35,9 @@ class BridgeStateRepository(Repository):
 
     async def claim_update(self, channel: str, update_id: str, owner: str) -> SeenUpdate | None:
         """Claim an update for ``owner``; None if this is the first claim, else the earlier claim (unchanged)."""
-        async with self._db() as db:
-            db.add(SeenUpdateRow(channel=channel, update_id=update_id, owner=owner))
-            try:
-                await db.commit()
-                return None
-            except IntegrityError:
-                await db.rollback()
-        async with self._db() as db:
-            row = await db.get(SeenUpdateRow, (channel, update_id))
-            return None if row is None else frozen(SeenUpdate, row)
+        if await self._insert_new(SeenUpdateRow(channel=channel, update_id=update_id, owner=owner)):
+            return None
+        return await self._get(SeenUpdate, SeenUpdateRow, (channel, update_id))
 
     async def take_over_update(self, channel: str, update_id: str, earlier_owner: str, owner: str) -> bool:
         """Move an unfinished claim from ``earlier_owner`` to ``owner``; False if another took it first."""

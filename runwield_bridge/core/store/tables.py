@@ -173,7 +173,7 @@ class ClientRequestRow(SQLModel, table=True):
     params_hash: str
     answer: str | None = None
     """The JSON-RPC answer as sent (``{"result": ...}`` or ``{"error": ...}``); None while it runs."""
-    claimed_at: float = Field(default_factory=time.time, index=True)
+    claimed_at: float = Field(default_factory=time.time)
 
 
 class WorkspaceLoginRow(SQLModel, table=True):

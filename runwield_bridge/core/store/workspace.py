@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 from sqlalchemy import delete
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, update
 
 from ..records import ClientRequest
@@ -18,13 +17,8 @@ class WorkspaceRepository(Repository):
 
     async def claim_request(self, request_id: str, method: str, params_hash: str) -> ClientRequest | None:
         """Claim a request id; None if this is the first claim, else the earlier claim (unchanged)."""
-        async with self._db() as db:
-            db.add(ClientRequestRow(request_id=request_id, method=method, params_hash=params_hash))
-            try:
-                await db.commit()
-                return None
-            except IntegrityError:
-                await db.rollback()
+        if await self._insert_new(ClientRequestRow(request_id=request_id, method=method, params_hash=params_hash)):
+            return None
         return await self._get(ClientRequest, ClientRequestRow, request_id)
 
     async def record_answer(self, request_id: str, answer: str) -> None:
