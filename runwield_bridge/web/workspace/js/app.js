@@ -44,6 +44,7 @@ const state = {
   opening: 0, // bumps whenever another Session is opened: late answers for the previous one are dropped
   forms: new Map(), // JSON-RPC id of an elicitation/create -> its form
   loadingOlder: false,
+  shownSessions: "",
 };
 const conversation = new Conversation($("entries"));
 
@@ -120,15 +121,19 @@ function missing(caps) {
 
 async function connected() {
   say("Connected");
-  const answer = await rpc.call("initialize", {
-    protocolVersion: 1,
-    clientCapabilities: { elicitation: { form: {} } },
-    clientInfo: { name: "runwield-workspace", title: "RunWield Workspace", version: "1" },
-  });
-  state.caps = capabilities(answer);
-  warn(missing(state.caps));
-  await refreshSessions();
-  if (state.current) await reopen(state.current);
+  try {
+    const answer = await rpc.call("initialize", {
+      protocolVersion: 1,
+      clientCapabilities: { elicitation: { form: {} } },
+      clientInfo: { name: "runwield-workspace", title: "RunWield Workspace", version: "1" },
+    });
+    state.caps = capabilities(answer);
+    warn(missing(state.caps));
+    await refreshSessions();
+    if (state.current) await reopen(state.current);
+  } catch (error) {
+    say(`Connected, but the server did not start this page's session: ${describe(error)}`);
+  }
   controls();
 }
 
@@ -166,6 +171,9 @@ async function moreSessions() {
 }
 
 function renderSessions() {
+  const shown = JSON.stringify([[...state.sessions.values()], state.current && state.current.sessionId, state.cursor]);
+  if (shown === state.shownSessions) return; // unchanged: keep the sidebar (and the focus in it) as it is
+  state.shownSessions = shown;
   const focused = document.activeElement && document.activeElement.dataset.session;
   const projects = new Map();
   for (const s of state.sessions.values()) {
