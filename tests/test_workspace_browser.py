@@ -174,6 +174,20 @@ async def test_a_connection_cut_mid_turn_is_rebuilt_without_duplicates_or_replay
         assert [p.text for p in prompts] == ["slow count"], "the prompt reached the Session once"
 
 
+
+async def test_escape_stops_the_running_turn(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path) as ws:
+        page = await open_page(browser, ws)
+        await start_session(page, tmp_path)
+        await send(page, "slow please")
+        stop = page.get_by_role("button", name="Stop")
+        await expect(page.locator("#entries .agent.live", has_text="You said: slow please")).to_have_count(1)
+        await expect(stop).to_be_visible()
+        await page.get_by_label("Message").press("Escape")
+        await expect(stop).to_be_hidden()  # the turn settled as cancelled, long before its fifteen seconds
+        await expect(page.get_by_label("Message")).to_be_enabled()
+        assert " 15" not in await page.locator("#entries").inner_text()
+
 async def test_the_page_says_what_a_server_without_the_workspace_extension_lacks(browser: Browser, tmp_path: Path) -> None:
     async with workspace(tmp_path) as ws:
         page = await ws.open_page(browser, WAIT, without_workspace=True)
