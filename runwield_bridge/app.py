@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from acp.connection import StreamEvent
 
     from .acp.client import AgentEndpoint, BridgeClient, Connected
+    from .core.logins import WorkspaceLogins
     from .runtimes.acp_agents import ExternalAgents
 
 
@@ -234,20 +235,30 @@ async def run_chat(session_host: SessionHost, session_id: str | None = None, cwd
         await channel.close()
 
 
-async def open_workspace(app: App, *, open_browser: bool = False) -> str:
+async def start_workspace(app: App) -> tuple[str, WorkspaceLogins]:
     """The Workspace (login link, page, ACP over a WebSocket at ``/acp``) on the process's web server, which starts
-    now if it has not; a one-time login link is printed (and opened in the web browser if asked) and returned."""
-    import webbrowser
-
+    now if it has not: its base URL, and the logins that mint login links."""
     from .core.logins import WorkspaceLogins
-    from .web.workspace import add_workspace_routes, login_url
+    from .web.workspace import add_workspace_routes
+    from .web.workspace_page import add_page_assets
 
     logins = WorkspaceLogins(app.store.workspace)
-    add_workspace_routes(app.review_pages.server, app.host, logins)
+    server = app.review_pages.server
+    add_workspace_routes(server, app.host, logins, page=add_page_assets(server))
     try:
-        base_url = await app.review_pages.base_url()
+        return await app.review_pages.base_url(), logins
     except ReviewUnavailable as exc:
         raise ConfigError(str(exc)) from None
+
+
+async def open_workspace(app: App, *, open_browser: bool = False) -> str:
+    """The Workspace started (``start_workspace``); a one-time login link is printed (and opened in the web browser
+    if asked) and returned."""
+    import webbrowser
+
+    from .web.workspace import login_url
+
+    base_url, logins = await start_workspace(app)
     url = login_url(base_url, await logins.mint_token())
     print(f"Log in to the Workspace with this link (it works once, within {int(LOGIN_TOKEN_TTL // 60)} minutes):\n{url}", flush=True)
     if open_browser:

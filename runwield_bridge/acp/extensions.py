@@ -141,6 +141,8 @@ class WorkspaceSupport(_Camel):
     revisions: bool = True
     """Session requests honour ``_meta.runwield.revision`` and ``_meta.runwield.project``; answers carry the revision."""
     conflict_code: int = Field(CONFLICT_CODE, alias="conflictCode")
+    history: str | None = None
+    """The bounded-history method's wire name (``_runwield/history``): a Session's latest entries, older ones on request."""
 
 
 WORKSPACE: MetaKey[WorkspaceSupport] = MetaKey("workspace", WorkspaceSupport)
@@ -157,7 +159,7 @@ STEERING_SUPPORT_KEY = "steering"
 
 def initialize_meta() -> dict[str, Any]:
     """The ``initialize`` answer's ``_meta``: ``_session/steering`` and the Workspace capability."""
-    return {STEERING_SUPPORT_KEY: SteeringSupport(supported=True).model_dump(by_alias=True), **WORKSPACE.meta(WorkspaceSupport())}
+    return {STEERING_SUPPORT_KEY: SteeringSupport(supported=True).model_dump(by_alias=True), **WORKSPACE.meta(WorkspaceSupport(history=f"_{HISTORY.name}"))}
 
 
 class SteeringAnswer(_Camel):
@@ -185,3 +187,28 @@ def meta_of(item: Any) -> dict[str, Any]:
     raw = item.get("_meta") if isinstance(item, dict) else getattr(item, "field_meta", None)
     return raw if isinstance(raw, dict) else {}
 
+
+class HistoryRequest(_Camel):
+    """``_runwield/history`` params: the entries of a Session's saved conversation before ``before`` (default: the end)."""
+
+    session_id: str = Field(alias="sessionId", min_length=1)
+    before: int | None = Field(default=None, ge=0)
+    limit: int = Field(default=50, ge=1, le=500)
+
+
+class HistoryEntry(_Camel):
+    """One entry of the saved conversation: its position (stable: the transcript only grows) and its ``session/update``."""
+
+    index: int
+    update: dict[str, Any]
+
+
+class HistoryPage(_Camel):
+    """``_runwield/history`` result: entries oldest first, and how many the conversation holds in all."""
+
+    entries: list[HistoryEntry]
+    total: int
+
+
+HISTORY: ExtMethod[HistoryPage] = ExtMethod("runwield/history", HistoryRequest, HistoryPage)
+"""``_runwield/history``: bounded history for the Workspace page (the latest N entries, older ones on request)."""

@@ -64,8 +64,9 @@ from ..core.sessions import (
 )
 from ..core.steering import SteeringRejected
 from .effects import EffectLedger
-from .extensions import NAMESPACE, REVISION, STEERING, SteeringAnswer, initialize_meta, meta_of
+from .extensions import HISTORY, NAMESPACE, REVISION, STEERING, HistoryPage, HistoryRequest, SteeringAnswer, initialize_meta, meta_of
 from .forms import form_outcome, form_request
+from .history import history_page
 from .listing import list_sessions
 from .mcp_specs import stdio_specs
 from .menus import ChatReply, NoMatch, did_not_match, interpret, other_prompt, read_reply
@@ -80,7 +81,7 @@ BUSY_CODE = -32001
 NOT_FOUND_CODE = -32002
 FORM_ATTEMPTS = 3  # a form whose answer is not usable is shown again, at most this many times in all
 Handler = Callable[..., Awaitable[Any]]
-Route = tuple[str, type[BaseModel], Handler]  # the official schema's params type, the SDK's model, the handler
+Route = tuple[str | None, type[BaseModel], Handler]  # the official schema's params type (none: ours), the model, the handler
 HostStarter = Callable[[], Awaitable[SessionHost]]
 HOSTLESS_METHODS = frozenset({"initialize", "authenticate"})
 """Answered without the Session Host, so an IDE is not kept waiting while the store opens."""
@@ -123,6 +124,7 @@ class AcpAgentServer:
         }
         self._extensions: dict[str, Route] = {
             STEERING.name: ("PromptRequest", STEERING.params, self.steer),
+            HISTORY.name: (None, HISTORY.params, self.history),
         }
         self._notifications: dict[str, Route] = {
             "session/cancel": ("CancelNotification", CancelNotification, self.cancel),
@@ -360,6 +362,12 @@ class AcpAgentServer:
             raise RequestError.invalid_params({"sessionId": request.session_id, "details": str(exc)}) from None
         return SteeringAnswer(outcome=result.outcome, **({"reason": result.reason} if result.reason else {}))
 
+    async def history(self, request: HistoryRequest) -> HistoryPage:
+        """``_runwield/history``: a window of the saved conversation, as ``session/load`` would replay it."""
+        await self._open(request.session_id)
+        events = await self.host.history(request.session_id)
+        return history_page([u for e in events if (u := event_to_update(e, self.host.models)) is not None], request)
+
     def _forms(self, session_id: str) -> FormAsker | None:
         """How this client answers a Session's questions in place: forms when it advertised them."""
         if (self.client_capabilities.get("elicitation") or {}).get("form") is None:
@@ -439,9 +447,10 @@ class AcpAgentServer:
             raise _not_found(session_id) from None
 
 
-def _checked_params(type_name: str, model: type[BaseModel], params: Any) -> Any:
-    """``params`` as the SDK's ``model`` once they are valid against the official schema and all valid Unicode."""
-    if problems := schema_problems(type_name, params):
+def _checked_params(type_name: str | None, model: type[BaseModel], params: Any) -> Any:
+    """``params`` as the SDK's ``model`` once they are valid against the official schema (ours: the model alone)
+    and all valid Unicode."""
+    if type_name is not None and (problems := schema_problems(type_name, params)):
         raise RequestError.invalid_params({"errors": problems})
     if has_invalid_text(params):
         raise RequestError.invalid_params({"errors": [{"field": "params", "problem": "strings must be valid Unicode (no lone surrogates)"}]})

@@ -1,0 +1,160 @@
+// The conversation: `session/update` payloads as entries. Entries read from the saved history carry
+// their index and are authoritative; entries streamed live are provisional ("live") and are replaced
+// by the saved ones when the turn settles or the view is rebuilt, so nothing shows twice.
+
+import { element } from "./dom.js";
+
+const NOTICE_LEVELS = new Set(["info", "success", "warning", "error"]);
+
+function ours(update) {
+  const meta = update._meta && update._meta.runwield;
+  return meta && typeof meta === "object" ? meta : {};
+}
+
+function safeUrl(url) {
+  try {
+    const parsed = new URL(url, location.href);
+    return parsed.protocol === "http:" || parsed.protocol === "https:" ? parsed.href : null;
+  } catch {
+    return null;
+  }
+}
+
+function text(update) {
+  const content = update.content;
+  return content && content.type === "text" ? content.text : "";
+}
+
+export class Conversation {
+  constructor(list) {
+    this.list = list;
+    this.reset();
+  }
+
+  reset() {
+    this.list.replaceChildren();
+    this.first = null; // the lowest saved index shown
+    this.last = -1; // the highest saved index shown
+  }
+
+  get hasOlder() {
+    return this.first !== null && this.first > 0;
+  }
+
+  /** Saved entries after the ones shown (live ones go: the saved record takes their place). A review link is
+   * never saved (it is a secret), so a Plan entry shown live stays in place of its saved text. */
+  appendSaved(entries) {
+    const links = new Map([...this.list.querySelectorAll(".plan.live")].map((node) => [node.dataset.message, node]));
+    this.dropLive();
+    for (const { index, update } of entries) {
+      if (index <= this.last) {
+        this.refresh(index, update);
+        continue;
+      }
+      const link = update.sessionUpdate === "agent_message_chunk" && links.get(update.messageId || "");
+      if (link) {
+        link.classList.remove("live");
+        link.dataset.index = String(index);
+        this.list.append(link);
+      } else {
+        this.show(update, { index });
+      }
+      this.last = index;
+      if (this.first === null) this.first = index;
+    }
+  }
+
+  /** A saved message or thought shown before may have grown since (its turn was still running): show it as it is now. */
+  refresh(index, update) {
+    const shown = this.list.querySelector(`[data-index="${index}"]`);
+    if (!shown || shown.classList.contains("plan") || !["agent_message_chunk", "agent_thought_chunk"].includes(update.sessionUpdate)) return;
+    const fresh = this.show(update, { index, before: shown });
+    if (fresh !== shown) shown.remove();
+  }
+
+  /** Older saved entries, above the ones shown. */
+  prependSaved(entries) {
+    const fresh = entries.filter(({ index }) => this.first === null || index < this.first);
+    const anchor = this.list.firstChild;
+    for (const { index, update } of fresh) this.show(update, { index, before: anchor });
+    if (fresh.length) this.first = fresh[0].index;
+  }
+
+  dropLive() {
+    for (const node of this.list.querySelectorAll(".live")) node.remove();
+  }
+
+  /** What this page just sent, shown at once (the saved copy replaces it). */
+  showPrompt(prompt) {
+    this.show({ sessionUpdate: "user_message_chunk", content: { type: "text", text: prompt } }, {});
+  }
+
+  /** Something this page has to say (a request that was refused or lost): kept until another Session is opened. */
+  note(message) {
+    this.list.append(element("li", { class: "entry notice error local", role: "alert" }, message));
+  }
+
+  live(update) {
+    this.show(update, {});
+  }
+
+  show(update, { index, before }) {
+    const saved = index !== undefined;
+    const place = (node) => {
+      if (!saved) node.classList.add("live");
+      else node.dataset.index = String(index);
+      this.list.insertBefore(node, before || null);
+      return node;
+    };
+    const kind = update.sessionUpdate;
+    const meta = ours(update);
+    if (kind === "user_message_chunk") return place(element("li", { class: "entry user" }, element("div", { class: "who" }, "You"), element("div", { class: "text" }, text(update))));
+    if (kind === "agent_thought_chunk") {
+      const last = this.list.lastElementChild;
+      if (!saved && !before && last && last.classList.contains("thought") && last.classList.contains("live")) {
+        last.querySelector(".text").append(text(update));
+        return last;
+      }
+      return place(element("li", { class: "entry thought" }, element("details", {}, element("summary", {}, "Thought"), element("div", { class: "text" }, text(update)))));
+    }
+    if (kind === "agent_message_chunk") return this.agentText(update, meta, saved, before, place);
+    if (kind === "tool_call" || kind === "tool_call_update") return this.tool(update, place);
+    return null;
+  }
+
+  agentText(update, meta, saved, before, place) {
+    if (meta.planLink) {
+      const link = meta.planLink;
+      const url = safeUrl(link.url);
+      const body = element("div", { class: "text" }, text(update));
+      const action = url ? element("a", { class: "button", href: url, target: "_blank", rel: "noopener" }, link.label || "Review the Plan") : "";
+      return place(element("li", { class: "entry agent plan", "data-message": update.messageId || "" }, element("div", { class: "who" }, `Plan, revision ${link.revision}`), body, action));
+    }
+    if (NOTICE_LEVELS.has(meta.notice)) return place(element("li", { class: `entry notice ${meta.notice}`, role: "note" }, text(update).trim()));
+    const id = update.messageId || "";
+    const last = this.list.lastElementChild;
+    if (!saved && !before && last && last.classList.contains("live") && last.classList.contains("agent") && !last.classList.contains("plan") && last.dataset.message === id) {
+      last.querySelector(".text").append(text(update));
+      return last;
+    }
+    const node = element("li", { class: "entry agent", "data-message": id }, element("div", { class: "who" }, "Agent"), element("div", { class: "text" }, text(update)));
+    return place(node);
+  }
+
+  tool(update, place) {
+    const id = update.toolCallId;
+    let node = [...this.list.querySelectorAll(".tool")].find((n) => n.dataset.toolCall === id);
+    if (!node) {
+      node = place(element("li", { class: "entry tool", "data-tool-call": id }, element("span", { class: "title" }, update.title || id), " ", element("span", { class: "status" }, "")));
+    }
+    if (update.title) node.querySelector(".title").textContent = update.title;
+    if (update.status) {
+      node.querySelector(".status").textContent = update.status.replace("_", " ");
+      node.dataset.status = update.status;
+    }
+    for (const part of update.content || []) {
+      if (part.type === "content" && part.content && part.content.type === "text") node.append(element("pre", {}, part.content.text));
+    }
+    return node;
+  }
+}

@@ -1,0 +1,217 @@
+"""The Workspace page in headless Chromium (Debian's, through Playwright), on a real Session Host over ACP."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from acp_session import INIT, WLD, say
+from acp_wire import WireClient
+from playwright.async_api import Browser, Page, async_playwright, expect
+from test_review_browser import CHROMIUM_ARGS, chromium
+from waiting import PATIENCE
+from workspace_kit import Workspace, cut_connections, screenshot, workspace
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+WAIT = PATIENCE * 1000  # Playwright counts milliseconds
+expect.set_options(timeout=WAIT)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def browser() -> AsyncIterator[Browser]:
+    """One Chromium for the module; each test gets its own page."""
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
+        yield launched
+        await launched.close()
+
+
+async def open_page(browser: Browser, ws: Workspace, **query: str | int) -> Page:
+    return await ws.open_page(browser, WAIT, **query)
+
+
+async def start_session(page: Page, cwd: Path) -> None:
+    await page.get_by_label("Project directory").fill(str(cwd))
+    await page.get_by_role("button", name="New Session", exact=True).click()
+    await expect(page.get_by_label("Message")).to_be_enabled()
+
+
+async def send(page: Page, text: str) -> None:
+    """Type a message and press Enter, as a person would."""
+    box = page.get_by_label("Message")
+    await box.fill(text)
+    await box.press("Enter")
+
+
+def entries(page: Page, kind: str, text: str):
+    return page.locator(f"#entries .entry.{kind}", has_text=text)
+
+
+async def test_a_conversation_started_in_the_browser_is_continued_over_stdio(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path) as ws:
+        page = await open_page(browser, ws)
+        await start_session(page, tmp_path)
+        box = page.get_by_label("Message")
+        await box.type("first line")
+        await box.press("Shift+Enter")
+        await box.type("second line")
+        assert await box.input_value() == "first line\nsecond line", "Shift+Enter is a new line, not a send"
+        await box.press("Enter")
+        await expect(entries(page, "agent", "You said: first line")).to_have_count(1)
+        await expect(page.locator("#session-title")).to_have_text("first line")
+        await expect(page.get_by_role("button", name="first line")).to_be_visible()  # the sidebar, under its Project
+
+        await page.get_by_label("Reasoning").select_option("high")
+        await expect(page.get_by_label("Reasoning")).to_be_enabled()  # disabled while the change is on its way
+        await expect(page.get_by_label("Reasoning")).to_have_value("high")
+        await send(page, "and now?")
+        await expect(entries(page, "thought", "Thinking (high) about: and now?")).to_have_count(1)
+
+        await page.get_by_role("button", name="Commands").click()
+        await page.get_by_role("menuitem", name="/help").click()
+        assert (await box.input_value()).startswith("/help")
+        await box.fill("")
+
+        session_id = await page.evaluate("document.querySelector('[aria-current=true]').dataset.session")
+        async with WireClient.spawn([WLD, "acp"], cwd=tmp_path) as client:
+            await client.call("initialize", INIT)
+            await client.call("session/resume", {"sessionId": session_id, "cwd": str(tmp_path), "mcpServers": []})
+            assert (await say(client, session_id, "from the terminal"))["result"] == {"stopReason": "end_turn"}
+        await expect(entries(page, "agent", "You said: from the terminal")).to_have_count(1)
+        await expect(entries(page, "user", "from the terminal")).to_have_count(1)
+        await expect(entries(page, "user", "and now?")).to_have_count(1)
+        await expect(page.locator("#entries .live")).to_have_count(0)
+        await screenshot(page, "conversation")
+
+        older = await open_page(browser, ws, limit=3)
+        await older.get_by_role("button", name="first line").click()
+        await expect(entries(older, "agent", "You said: from the terminal")).to_have_count(1)
+        await expect(entries(older, "user", "first line")).to_have_count(0)
+        await older.locator("#conversation").evaluate("c => { c.scrollTop = 0; c.dispatchEvent(new Event('scroll')); }")
+        await expect(entries(older, "user", "and now?")).to_have_count(1)
+        await older.get_by_role("button", name="Show older messages").click()
+        await expect(entries(older, "user", "first line")).to_have_count(1)
+        await expect(older.get_by_role("button", name="Show older messages")).to_be_hidden()
+        assert await older.locator("#entries .entry").count() == await page.locator("#entries .entry").count()
+
+        await older.set_viewport_size({"width": 390, "height": 844})
+        await expect(older.get_by_label("Projects and Sessions")).to_be_hidden()
+        await older.get_by_role("button", name="Sessions").click()
+        await expect(older.get_by_label("Projects and Sessions")).to_be_visible()
+        await older.get_by_role("button", name="first line").click()
+        await expect(older.get_by_label("Projects and Sessions")).to_be_hidden()
+        await screenshot(older, "phone")
+
+
+async def test_a_question_is_answered_in_a_browser_form(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path) as ws:
+        page = await open_page(browser, ws)
+        await start_session(page, tmp_path)
+        await send(page, "interview me")
+        form = page.locator("form.question")
+        await expect(form).to_contain_text("Which language should the example use?")
+        await expect(form.get_by_label("Rust")).not_to_be_checked()  # nothing is chosen for the person
+        await form.get_by_label("Other", exact=True).check()
+        await form.get_by_label("Other answer").fill("Zig")
+        await screenshot(page, "question")
+        await form.get_by_role("button", name="Answer").click()
+        await expect(form).to_contain_text("Should it include tests?")
+        await form.get_by_label("Yes").check()
+        await form.get_by_label("Yes").press("Enter")
+        await expect(form).to_contain_text("Anything else I should know?")
+        await form.get_by_label("Answer (required)").fill("only on CI")
+        await form.get_by_role("button", name="Answer").click()
+        await expect(entries(page, "agent", "Your answers, in order: 1. Zig; 2. Yes; 3. only on CI.")).to_have_count(1)
+        await expect(form).to_have_count(0)
+
+
+async def test_a_plan_is_reviewed_and_approved_from_the_page(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path) as ws:
+        page = await open_page(browser, ws)
+        await start_session(page, tmp_path)
+        await send(page, "make a plan to add a README")
+        await expect(entries(page, "agent", "Saved Plan")).not_to_have_count(0)
+        await send(page, "/plan-review")
+        review = page.get_by_role("link", name="Review the Plan")
+        await expect(review).to_have_count(1)
+        await screenshot(page, "plan")
+        async with page.expect_popup() as opened:
+            await review.click()
+        reviewer = await opened.value
+        await expect(reviewer.locator("h1")).to_have_text("Add a README")
+        await reviewer.get_by_role("button", name="Approve revision 1").click()
+        await expect(reviewer.get_by_text("is approved")).to_be_visible()
+
+        form = page.locator("form.question")  # the Session asks, in a form, whether to execute now
+        await expect(form).to_contain_text("Execute “Add a README” now?")
+        await form.get_by_label("Not now").check()
+        await form.get_by_role("button", name="Answer").click()
+        await expect(form).to_have_count(0)
+        [plan] = await ws.app.plans.for_project(tmp_path)
+        assert (plan.state, plan.approved_revision) == ("approved", 1)
+
+
+async def test_a_connection_cut_mid_turn_is_rebuilt_without_duplicates_or_replays(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path) as ws:
+        page = await open_page(browser, ws)
+        await start_session(page, tmp_path)
+        await send(page, "slow count")
+        await expect(page.locator("#entries .agent.live", has_text="You said: slow count")).to_have_count(1)
+        await cut_connections(page)
+        await expect(page.get_by_text("The connection dropped during this turn")).to_be_visible()
+        await expect(page.locator("#connection")).to_have_text("Connected")
+        # the turn goes on without this connection; the page follows what the Session saves
+        await expect(entries(page, "agent", "You said: slow count 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15")).to_have_count(1)
+        await expect(entries(page, "user", "slow count")).to_have_count(1)
+        await expect(entries(page, "agent", "You said: slow count")).to_have_count(1)
+        await expect(page.locator("#entries .live")).to_have_count(0)
+        assert await page.get_by_label("Message").input_value() == "", "nothing is put back to be sent again"
+        session_id = await page.evaluate("document.querySelector('[aria-current=true]').dataset.session")
+        prompts = [e for e in await ws.app.host.history(session_id) if type(e).__name__ == "UserMessage"]
+        assert [p.text for p in prompts] == ["slow count"], "the prompt reached the Session once"
+
+
+
+async def test_escape_stops_the_running_turn(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path) as ws:
+        page = await open_page(browser, ws)
+        await start_session(page, tmp_path)
+        await send(page, "slow please")
+        stop = page.get_by_role("button", name="Stop")
+        await expect(page.locator("#entries .agent.live", has_text="You said: slow please")).to_have_count(1)
+        await expect(stop).to_be_visible()
+        await page.get_by_label("Message").press("Escape")
+        await expect(stop).to_be_hidden()  # the turn settled as cancelled, long before its fifteen seconds
+        await expect(page.get_by_label("Message")).to_be_enabled()
+        assert " 15" not in await page.locator("#entries").inner_text()
+
+async def test_the_page_says_what_a_server_without_the_workspace_extension_lacks(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path) as ws:
+        page = await ws.open_page(browser, WAIT, without_workspace=True)
+        banner = page.get_by_role("alert")
+        await expect(banner).to_contain_text("This server offers no bounded history")
+        await expect(banner).to_contain_text("does not check request ids and revisions")
+
+
+async def test_the_page_and_its_socket_need_the_login_and_the_origin(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path) as ws:
+        stranger = await browser.new_page()
+        stranger.set_default_timeout(WAIT)
+        response = await stranger.goto(ws.url())
+        assert response is not None and response.status == 401
+        await expect(stranger.locator("body")).to_contain_text("Open the link that `wld workspace` prints")
+
+        page = await open_page(browser, ws)  # logged in: the page connects
+        elsewhere = page.context  # the same browser, cookie and all, on a page of another origin
+        other = await elsewhere.new_page()
+        await other.route("http://elsewhere.test/**", lambda route: route.fulfill(body="<p>another site</p>", content_type="text/html"))
+        await other.goto("http://elsewhere.test/")
+        opening = other.evaluate(
+            """url => new Promise(done => { const s = new WebSocket(url); s.onopen = () => done("open"); s.onclose = () => done("refused"); })""",
+            ws.base_url.replace("http", "ws", 1) + "/acp",
+        )
+        assert await asyncio.wait_for(opening, PATIENCE) == "refused"
+        await expect(page.locator("#connection")).to_have_text("Connected")
