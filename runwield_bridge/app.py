@@ -137,7 +137,7 @@ class App:
 
         tools = plugins.tools()
         try:
-            check_agent_tools(settings, {tool.spec.name for tool in (*tools, *WORKTREE_TOOLS)})
+            check_agent_tools(settings, {tool.spec.name for tool in tools})
         except ConfigError:
             plugins.unbind(workflow.NAME)
             await store.close()

@@ -3,6 +3,7 @@ example agent (it asks for permission) and our asking agent (elicitations, sessi
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import sys
@@ -13,6 +14,7 @@ import pytest
 from acp_session import FORMS_INIT, menus, say, since, text_since, wld_session
 from acp_wire import WireClient
 from test_acp_server import INIT, WLD
+from waiting import PATIENCE
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_AGENT = REPO / "node_modules" / "acpx" / "node_modules" / "@agentclientprotocol" / "sdk" / "dist" / "examples" / "agent.js"
@@ -154,8 +156,9 @@ async def test_an_agent_that_cannot_reopen_its_session_says_so_after_a_restart(t
 async def test_a_runtime_that_is_not_configured_or_used_as_a_model_is_a_config_error(tmp_path: Path, sessions: str, error: str) -> None:
     (tmp_path / "wld.toml").write_text(f"[sessions]\n{sessions}\n[agents.asker]\ncommand = [\"true\"]\n")
     async with WireClient.spawn([WLD, "acp"], cwd=tmp_path, env={"WLD_CONFIG": str(tmp_path / "wld.toml")}) as client:
-        await client.proc.wait()
-        assert error in client.stderr
+        await client.call("initialize", INIT)  # the Session Host (and the configuration check) starts once it is answered
+        await asyncio.wait_for(client.proc.wait(), PATIENCE)
+        assert client.proc.returncode == 2 and error in client.stderr
 
 
 # the picker: models, then the external agents
@@ -242,8 +245,9 @@ async def test_plan_tools_are_served_when_listed_and_an_unknown_tool_is_a_config
         assert sorted(text_since(client, start, sid).removeprefix("tools: ").split(", ")) == ["user_interview", "write_plan"]
     (tmp_path / "wld.toml").write_text(mcp_config(["user_interview", "rm_rf"]))
     async with WireClient.spawn([WLD, "acp"], cwd=tmp_path, env={"WLD_CONFIG": str(tmp_path / "wld.toml")}) as client:
-        await client.proc.wait()
-        assert "agents.mcp.tools: no tool 'rm_rf'" in client.stderr
+        await client.call("initialize", INIT)
+        await asyncio.wait_for(client.proc.wait(), PATIENCE)
+        assert client.proc.returncode == 2 and "agents.mcp.tools: no tool 'rm_rf'" in client.stderr
 
 
 async def test_the_agent_sees_no_runwield_tool_when_none_is_listed(tmp_path: Path) -> None:

@@ -9,14 +9,16 @@ import hashlib
 import json
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp import RequestError
 from pydantic import BaseModel, ValidationError
 
-from ..core.store.sessions import SessionRepository
-from ..core.store.workspace import WorkspaceRepository
 from .extensions import CONFLICT_CODE, PROJECT, REQUEST_ID, REVISION, ConflictData, ConflictReason, MetaKey
+
+if TYPE_CHECKING:
+    from ..core.store.sessions import SessionRepository
+    from ..core.store.workspace import WorkspaceRepository
 
 MUTATING = frozenset(
     {"session/new", "session/prompt", "session/set_config_option", "session/close", "session/delete", "_session/steering"}

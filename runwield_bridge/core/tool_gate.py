@@ -6,11 +6,13 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from .interactions import Choice, Outcome, Question, approval
 from .project_paths import path_pattern
-from .store.sessions import SessionRepository
+
+if TYPE_CHECKING:
+    from .store.sessions import SessionRepository
 
 ChangeKind = Literal["command", "write"]
 ALLOW_ONCE = Choice("once", "Allow once")
