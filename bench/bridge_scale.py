@@ -97,7 +97,7 @@ async def measure(size: int) -> dict[str, Any]:
     from runwield_bridge.channels.settings import ChannelSettings
     from runwield_bridge.channels.streaming import StreamingReply
     from runwield_bridge.config import Settings
-    from runwield_bridge.host import load_plugins
+    from runwield_bridge.plugin_host import load_plugins
 
     arrived: dict[str, float] = {}
     original_prompt = server.AcpAgentServer.prompt
@@ -142,7 +142,7 @@ async def measure(size: int) -> dict[str, Any]:
     app = await App.start(settings, plugins)
     channel = NullChannel()
     bindings = app.store.bridge
-    bridge = Bridge({"runwield": InProcessAgent(app.host)}, bindings)
+    bridge = Bridge({"runwield": InProcessAgent(app.session_host)}, bindings)
     inbox = ChannelInbox(bridge, channel)
     person = Sender("u", "user")
     conversations = [Conversation("bench", str(i)) for i in range(size)]

@@ -28,7 +28,7 @@ from .core.store import Store
 from .core.tool_gate import ToolRules
 from .core.tool_servers import StdioServerSpec, ToolServers
 from .core.vision import Attachments, Vision
-from .host import PluginHost, load_plugins
+from .plugin_host import PluginHost, load_plugins
 from .plugins import workflow
 from .runtimes.choice import NATIVE, PREFIX, RuntimeChoices
 from .runtimes.native import NativeRuntime
@@ -105,7 +105,7 @@ class App:
     settings: Settings
     plugins: PluginHost
     store: Store
-    host: SessionHost
+    session_host: SessionHost
     plans: PlanBook
     reviews: ReviewHub
     executor: Executor
@@ -172,7 +172,7 @@ class App:
 
     async def close(self) -> None:
         self.plugins.unbind(workflow.NAME)
-        await self.host.shutdown()
+        await self.session_host.shutdown()
         await self.external_agents.close()
         await self.review_pages.stop()
         await self.store.close()
@@ -244,7 +244,7 @@ async def start_workspace(app: App) -> tuple[str, WorkspaceLogins]:
 
     logins = WorkspaceLogins(app.store.workspace)
     server = app.review_pages.server
-    add_workspace_routes(server, app.host, logins, page=add_page_assets(server))
+    add_workspace_routes(server, app.session_host, logins, page=add_page_assets(server))
     try:
         return await app.review_pages.base_url(), logins
     except ReviewUnavailable as exc:

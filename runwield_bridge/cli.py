@@ -39,7 +39,7 @@ async def cmd_acp(args: argparse.Namespace, settings: Settings) -> int:
         from .app import App
 
         started.append(await App.start(settings))
-        return started[0].host
+        return started[0].session_host
 
     configured_vision = any(model.vision for model in settings.models.values())  # what initialize can say before the host
     try:
@@ -55,7 +55,7 @@ async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
 
     app = await App.start(settings)
     try:
-        return await run_chat(app.host, session_id=args.session, cwd=args.cwd)
+        return await run_chat(app.session_host, session_id=args.session, cwd=args.cwd)
     finally:
         await app.close()
 
@@ -70,7 +70,7 @@ async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
     app = await App.start(settings)
     try:
         pages = app.review_pages
-        agents = agent_endpoints(settings, app.host)
+        agents = agent_endpoints(settings, app.session_host)
         service = BridgeService(settings, app.plugins, app.store.bridge, agents, web=pages.server, start_web=pages.base_url)
         if args.workspace:  # browsers too, on the same Session Host and web server
             await open_workspace(app, open_browser=args.open)
@@ -100,7 +100,7 @@ async def cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"wld sessions {args.action}: give a SESSION_ID", file=sys.stderr)
                 return 2
             try:
-                record = await app.host.archive(args.session_id, archived=args.action == "archive")
+                record = await app.session_host.archive(args.session_id, archived=args.action == "archive")
             except SessionNotFound as exc:
                 print(f"wld sessions: {exc}", file=sys.stderr)
                 return 1
@@ -138,7 +138,7 @@ async def cmd_plans(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_plugins(args: argparse.Namespace, settings: Settings) -> int:
-    from .host import load_plugins
+    from .plugin_host import load_plugins
 
     plugins = load_plugins(settings.plugins.allow, settings.plugins.block)
     for plugin in plugins.loaded:

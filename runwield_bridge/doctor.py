@@ -11,7 +11,7 @@ from .app import App
 from .channels.contract import ChannelContext
 from .bridge.runner import build_channel
 from .config import ConfigError, Settings
-from .host import PluginHost
+from .plugin_host import PluginHost
 from .redaction import redact
 from .web.server import WebServer
 
@@ -47,7 +47,7 @@ async def diagnose(settings: Settings) -> AsyncIterator[Finding]:
     try:
         yield Finding("ok", "state directory", str(settings.state_dir))
         yield Finding("ok", "database", settings.db_url)
-        yield Finding("ok", "models", f"{', '.join(m.id for m in app.host.models.all())} (new Sessions use {settings.sessions.model})")
+        yield Finding("ok", "models", f"{', '.join(m.id for m in app.session_host.models.all())} (new Sessions use {settings.sessions.model})")
         for failed in app.plugins.failed:
             yield Finding("problem", f"plugin {failed.name}", f"failed to load ({failed.error}); fix it, or block it in [plugins]")
         yield await listen_finding(settings)

@@ -137,7 +137,7 @@ async def bridge_world(
         config = Settings.model_validate({"web": {"listen": "127.0.0.1:0"}, "channels": {"telegram": section}, **settings})
         app = await App.start(config)
         stack.push_async_callback(app.close)
-        service = BridgeService(config, app.plugins, app.store.bridge, agent_endpoints(config, app.host), start_timeout=PATIENCE, backoff=FAST_BACKOFF)
+        service = BridgeService(config, app.plugins, app.store.bridge, agent_endpoints(config, app.session_host), start_timeout=PATIENCE, backoff=FAST_BACKOFF)
         await stack.enter_async_context(service)
         ready: Callable[[], bool] = (lambda: bool(fake.webhook["url"])) if mode == "webhook" else (lambda: bool(fake.calls_to("deleteWebhook")))
         await fake.wait_until(ready)

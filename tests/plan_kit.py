@@ -63,7 +63,7 @@ class Bench:
 async def bench(tmp_path: Path, commands: list[str], timeout: float = 60, database_url: str | None = None) -> Bench:
     project = make_project(tmp_path / "proj")
     app = await start_app(write_config(tmp_path, commands, timeout, database_url))
-    session = await app.host.create(str(project))
+    session = await app.session_host.create(str(project))
     return Bench(project, app, session.id, await approved_plan(app, project, session.id))
 
 

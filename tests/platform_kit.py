@@ -27,7 +27,7 @@ async def running_bridge(channels: dict[str, dict[str, Any]], **settings: Any) -
     config = Settings.model_validate({"web": {"listen": "127.0.0.1:0"}, "channels": channels, **settings})
     app = await App.start(config)
     try:
-        async with BridgeService(config, app.plugins, app.store.bridge, agent_endpoints(config, app.host), start_timeout=PATIENCE, backoff=FAST_BACKOFF) as service:
+        async with BridgeService(config, app.plugins, app.store.bridge, agent_endpoints(config, app.session_host), start_timeout=PATIENCE, backoff=FAST_BACKOFF) as service:
             yield service, app
     finally:
         await app.close()

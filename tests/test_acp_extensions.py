@@ -78,7 +78,7 @@ async def session_host_client(tmp_path: Path) -> AsyncIterator[tuple[ClientSideC
     app = await App.start(Settings.model_validate({}))
     recorder = Recorder()
     try:
-        async with InProcessAgent(app.host).open(recorder, []) as (conn, _):
+        async with InProcessAgent(app.session_host).open(recorder, []) as (conn, _):
             await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
             session = await conn.new_session(cwd=str(tmp_path))
             yield conn, recorder, session.session_id, app
@@ -158,7 +158,7 @@ async def test_an_error_notice_is_marked_and_the_chat_shows_the_error_once(tmp_p
     app = await App.start(Settings.model_validate({}))
     channel = RecordingChannel(Capabilities(max_message_length=4000))
     try:
-        async with bridged(channel, {"runwield": InProcessAgent(app.host)}):
+        async with bridged(channel, {"runwield": InProcessAgent(app.session_host)}):
             await say(channel, "please fail")
             shown = await channel.wait_for("could not be completed")
             assert shown.count("asked to fail") == 1, shown
@@ -182,7 +182,7 @@ async def test_command_aliases_reach_the_chat_menu() -> None:
     app = await App.start(Settings.model_validate({}))
     channel = MenuChannel(Capabilities(max_message_length=4000, command_menu=True))
     try:
-        async with bridged(channel, {"runwield": InProcessAgent(app.host)}):
+        async with bridged(channel, {"runwield": InProcessAgent(app.session_host)}):
             await say(channel, "hello")
             await channel.wait_for("You said: hello")
             await until(lambda: menus, "the command menu")
@@ -202,7 +202,7 @@ async def test_command_aliases_reach_the_client_as_aliases_meta(tmp_path: Path) 
 async def test_archived_sessions_are_listed_only_when_asked_and_marked(tmp_path: Path) -> None:
     """``includeArchived`` on ``session/list`` params, ``archived`` on each archived ``SessionInfo``."""
     async with session_host_client(tmp_path) as (conn, _, sid, app):
-        await app.host.archive(sid)
+        await app.session_host.archive(sid)
         assert [s.session_id for s in (await conn.list_sessions()).sessions] == []
         listed = (await conn.list_sessions(**INCLUDE_ARCHIVED.meta(True))).sessions
         assert [(s.session_id, ARCHIVED.read(s)) for s in listed] == [(sid, True)]
@@ -212,7 +212,7 @@ async def test_steering_is_advertised_and_answered_through_ext_method(tmp_path: 
     """``_session/steering``: advertised in ``initialize``; sent with the SDK's ``ext_method``; the answer is typed."""
     app = await App.start(Settings.model_validate({}))
     try:
-        async with InProcessAgent(app.host).open(Recorder(), []) as (conn, _):
+        async with InProcessAgent(app.session_host).open(Recorder(), []) as (conn, _):
             info = await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
             assert SteeringSupport.model_validate(info.field_meta[STEERING_SUPPORT_KEY]).supported
             sid = (await conn.new_session(cwd=str(tmp_path))).session_id

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from wld_process import write_config
 
-NOT_YET = ("sqlalchemy", "sqlmodel", "aiosqlite", "pydantic_ai", "aiohttp", "runwield_bridge.app", "runwield_bridge.core.store", "runwield_bridge.host")
+NOT_YET = ("sqlalchemy", "sqlmodel", "aiosqlite", "pydantic_ai", "aiohttp", "runwield_bridge.app", "runwield_bridge.core.store", "runwield_bridge.plugin_host")
 """Heavy or stateful modules that ``initialize`` does not need."""
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}
 NEW_SESSION = {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}}

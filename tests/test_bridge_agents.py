@@ -22,7 +22,7 @@ from runwield_bridge.channels.types import Capabilities, Conversation, IncomingM
 from runwield_bridge.bridge.runner import BridgeService
 from runwield_bridge.config import AgentConfig, Settings
 from runwield_bridge.hookspecs import hookimpl
-from runwield_bridge.host import load_plugins
+from runwield_bridge.plugin_host import load_plugins
 from tests.bridge_kit import FAST_BACKOFF, RecordingChannel
 from waiting import PATIENCE, until
 
@@ -89,7 +89,7 @@ async def test_a_channel_registered_through_register_channels_is_run_by_wld_brid
     settings = Settings.model_validate({"channels": {"memory": {"sender_context": "always"}}})
     app = await App.start(settings, plugins)
     try:
-        async with BridgeService(settings, plugins, app.store.bridge, agent_endpoints(settings, app.host)) as service:
+        async with BridgeService(settings, plugins, app.store.bridge, agent_endpoints(settings, app.session_host)) as service:
             [channel] = service.channels
             await asyncio.wait_for(channel.changed.wait(), PATIENCE)
             await say(channel, "hi from a plugin channel")
@@ -133,7 +133,7 @@ async def test_a_failing_channel_listener_is_restarted_and_waiting_conversations
     settings = Settings.model_validate({"channels": {"flaky": {}}})
     app = await App.start(settings, plugins)
     try:
-        async with BridgeService(settings, plugins, app.store.bridge, agent_endpoints(settings, app.host)) as service:
+        async with BridgeService(settings, plugins, app.store.bridge, agent_endpoints(settings, app.session_host)) as service:
             [channel] = service.channels
             await asyncio.wait_for(channel.changed.wait(), PATIENCE)
             turn = await channel.inbox.receive_message(IncomingMessage(HERE, ME, "something slow"))
@@ -167,7 +167,7 @@ async def test_a_question_the_agent_withdraws_is_withdrawn_in_the_chat(caplog: p
     app = await App.start(settings)
     channel = RecordingChannel(Capabilities(max_message_length=4000, buttons=False, edits=False))
     try:
-        async with bridged(channel, {"runwield": InProcessAgent(app.host)}):
+        async with bridged(channel, {"runwield": InProcessAgent(app.session_host)}):
             await say(channel, "/agent")
             await channel.wait_for("Choose the Agent")
             await channel.wait_for("⏹ Cancelled.")

@@ -77,7 +77,7 @@ class Coder:
             if on_event is not None:
                 on_event(event)
 
-        settled = await self.app.host.prompt(self.session_id, f"please use {name}", emit, forms=self.person)
+        settled = await self.app.session_host.prompt(self.session_id, f"please use {name}", emit, forms=self.person)
         assert isinstance(settled, TurnSettled) and settled.stop_reason == "end_turn"
         return events
 
@@ -93,7 +93,7 @@ async def coder(tmp_path: Path, repo: Path, model: OpenAIFake, session_id: str |
     (tmp_path / "wld.toml").write_text(model_entry("openai", "coder", model.base_url) + tools_toml(**tools))
     app = await App.start(load_settings(tmp_path / "wld.toml"))
     try:
-        sid = session_id or (await app.host.create(str(repo))).id
+        sid = session_id or (await app.session_host.create(str(repo))).id
         yield Coder(app, sid, model, Person())
     finally:
         await app.close()
@@ -195,7 +195,7 @@ async def test_always_for_this_session_skips_the_question_also_after_a_restart(t
     async with coder(tmp_path, repo, model, session_id=session_id) as again:
         assert finished(await again.call("run_command", {"command": "git status --short"})).status == "completed"
         assert again.person.asked == [], "the grant survived the restart"
-        fresh = await again.app.host.create(str(repo))
+        fresh = await again.app.session_host.create(str(repo))
         other_session = Coder(again.app, fresh.id, model, again.person)
         again.person.answers = ["reject"]
         await other_session.call("run_command", {"command": "git status --short"})
@@ -270,7 +270,7 @@ async def test_an_unanswered_question_expires_as_a_rejection(tmp_path: Path, rep
     (tmp_path / "wld.toml").write_text(model_entry("openai", "coder", model.base_url).replace("[sessions]\n", "[sessions]\nquestion_timeout = 0.5\n"))
     app = await App.start(load_settings(tmp_path / "wld.toml"))
     try:
-        record = await app.host.create(str(repo))
+        record = await app.session_host.create(str(repo))
 
         async def nobody_answers(pending: PendingQuestion) -> Outcome:
             await asyncio.Event().wait()
@@ -293,14 +293,14 @@ async def test_cancelling_the_turn_kills_a_running_command_with_its_children(tmp
         def cancel_when_ready(event: Event) -> None:
             nonlocal cancel
             if cancel is None and isinstance(event, ToolProgress) and "ready" in (event.output or ""):
-                cancel = asyncio.ensure_future(c.app.host.cancel(c.session_id))
+                cancel = asyncio.ensure_future(c.app.session_host.cancel(c.session_id))
 
         c.model.queue(Reply(tool_calls=(ToolCall("call_1", "run_command", {"command": "sleep 300 & echo $! > child.pid; echo ready; wait"}),)))
 
         async def emit(event: Event) -> None:
             cancel_when_ready(event)
 
-        settled = await c.app.host.prompt(c.session_id, "run it", emit, forms=c.person)
+        settled = await c.app.session_host.prompt(c.session_id, "run it", emit, forms=c.person)
         assert cancel is not None
         await cancel
     assert isinstance(settled, TurnSettled) and settled.stop_reason == "cancelled"

@@ -19,7 +19,7 @@ COMPOSITION = {"app", "cli", "doctor"}
 """The composition root: the only modules that may wire every layer together."""
 
 FORBIDDEN: dict[str, set[str]] = {
-    "core": {"acp", "bridge", "channels", "platform", "web", "runtimes", "plugins", "host", *COMPOSITION},
+    "core": {"acp", "bridge", "channels", "platform", "web", "runtimes", "plugins", "plugin_host", *COMPOSITION},
     "acp": {"bridge", "channels", "platform", "web", *COMPOSITION},
     "runtimes": {"bridge", "channels", "platform", "web", *COMPOSITION},
     "plugins": {"acp", "bridge", "channels", "platform", "web", *COMPOSITION},

@@ -36,7 +36,7 @@ async def test_a_plan_is_a_markdown_file_per_revision_with_metadata_that_survive
     tmp_path: Path, wld_home: Path, project: Path
 ) -> None:
     app = await start(tmp_path)
-    session = await app.host.create(str(project / "src"))
+    session = await app.session_host.create(str(project / "src"))
     plan = await app.plans.write(cwd=project / "src", title="  Add a   README ", body="1. Write it.", session_id=session.id)
     assert (plan.title, plan.current_revision, plan.state, plan.slug) == ("Add a README", 1, "draft", "add-a-readme")
     assert plan.project_dir == str(project.resolve()), "the project is the enclosing git checkout"
@@ -61,9 +61,9 @@ async def test_a_plan_is_a_markdown_file_per_revision_with_metadata_that_survive
 
 async def test_the_session_link_survives_archive(tmp_path: Path, project: Path) -> None:
     app = await start(tmp_path)
-    session = await app.host.create(str(project))
+    session = await app.session_host.create(str(project))
     plan = await app.plans.write(cwd=project, title="Plan", body="text", session_id=session.id)
-    await app.host.archive(session.id)
+    await app.session_host.archive(session.id)
     assert [p.id for p in await app.plans.for_session(session.id)] == [plan.id]
     assert [(link.session_id, link.role) for link in await app.store.plans.plan_sessions(plan.id)] == [(session.id, "wrote")]
     await app.close()
@@ -90,8 +90,8 @@ async def test_bad_plans_and_stale_revisions_change_nothing(tmp_path: Path, proj
 
 async def test_planning_tools_write_and_revise_the_sessions_plan(tmp_path: Path, project: Path) -> None:
     app = await start(tmp_path)
-    session = await app.host.create(str(project))
-    tools = {tool.spec.name: tool for tool in app.host.tools}
+    session = await app.session_host.create(str(project))
+    tools = {tool.spec.name: tool for tool in app.session_host.tools}
     ctx = ToolContext(session.id, project)
     written = await tools["write_plan"].run({"title": "Cache", "body": "1. Add a cache."}, ctx)
     [plan] = await app.plans.for_session(session.id)
@@ -101,7 +101,7 @@ async def test_planning_tools_write_and_revise_the_sessions_plan(tmp_path: Path,
     assert "LRU" in app.plans.text(await app.plans.get(plan.id))
     with pytest.raises(ToolError, match="title"):
         await tools["write_plan"].run({"body": "x"}, ctx)
-    other = await app.host.create(str(project))
+    other = await app.session_host.create(str(project))
     with pytest.raises(ToolError, match="no Plan to revise"):
         await tools["revise_plan"].run({"body": "x"}, ToolContext(other.id, project))
     await app.close()
@@ -109,13 +109,13 @@ async def test_planning_tools_write_and_revise_the_sessions_plan(tmp_path: Path,
 
 async def test_the_scripted_model_writes_a_plan_titled_from_the_prompt(tmp_path: Path, project: Path) -> None:
     app = await start(tmp_path)
-    session = await app.host.create(str(project))
+    session = await app.session_host.create(str(project))
     events: list[Event] = []
 
     async def record(event: Event) -> None:
         events.append(event)
 
-    settled = await app.host.prompt(session.id, "Please make a plan to add a README.", record)
+    settled = await app.session_host.prompt(session.id, "Please make a plan to add a README.", record)
     assert settled.stop_reason == "end_turn"
     [plan] = await app.plans.for_session(session.id)
     assert plan.title == "Add a README"
@@ -138,7 +138,7 @@ def test_a_project_is_the_enclosing_git_checkout_or_the_directory(tmp_path: Path
 def test_wld_plans_lists_plans_with_their_state(tmp_path: Path, project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     async def write() -> tuple[str, str]:
         app = await start(tmp_path)
-        session = await app.host.create(str(project))
+        session = await app.session_host.create(str(project))
         draft = await app.plans.write(cwd=project, title="Add a README", body="1. Write it", session_id=session.id)
         other = await app.plans.write(cwd=tmp_path, title="Elsewhere", body="text")
         await app.store.plans.update_plan(other.id, state="approved", approved_revision=1)

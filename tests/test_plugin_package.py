@@ -84,7 +84,7 @@ def private_uses(source: str, allowed: set[str]) -> list[str]:
         "from runwield_bridge.hookspecs import hookimpl",
         "from runwield_bridge import PluginHost",
         "import runwield_bridge.core.models",
-        "import runwield_bridge\nrunwield_bridge.host.load_plugins()",
+        "import runwield_bridge\nrunwield_bridge.plugin_host.load_plugins()",
         "import pydantic_ai",
     ],
 )

@@ -14,7 +14,7 @@ from runwield_bridge import Command, ModelInfo, Tool, ToolSpec, hookimpl, hooksp
 from runwield_bridge.channels import telegram
 from runwield_bridge.cli import main
 from runwield_bridge.core.commands import CommandRegistry
-from runwield_bridge.host import CORE_PLUGIN, DEFAULT_PLUGINS, PluginHost, load_plugins
+from runwield_bridge.plugin_host import CORE_PLUGIN, DEFAULT_PLUGINS, PluginHost, load_plugins
 from tests.test_plugin_package import private_uses
 
 REPO = Path(__file__).resolve().parent.parent

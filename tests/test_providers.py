@@ -63,7 +63,7 @@ class Chat:
         async def emit(event: Event) -> None:
             events.append(event)
 
-        settled = await self.app.host.prompt(self.session_id, text, emit)
+        settled = await self.app.session_host.prompt(self.session_id, text, emit)
         assert isinstance(settled, TurnSettled)
         return settled, events
 
@@ -74,7 +74,7 @@ async def open_session(tmp_path: Path, config: str) -> AsyncIterator[Chat]:
     (tmp_path / "wld.toml").write_text(config)
     app = await App.start(load_settings(tmp_path / "wld.toml"))
     try:
-        record = await app.host.create(str(tmp_path))
+        record = await app.session_host.create(str(tmp_path))
         yield Chat(app, record.id)
     finally:
         await app.close()
@@ -169,11 +169,11 @@ async def test_cancel_mid_stream_settles_and_keeps_the_partial_reply(tmp_path: P
             streaming.set()
 
     async with open_session(tmp_path, model_entry("openai", "llama3.1", openai_fake.base_url)) as chat:
-        turn = asyncio.create_task(chat.app.host.prompt(chat.session_id, "go", emit))
+        turn = asyncio.create_task(chat.app.session_host.prompt(chat.session_id, "go", emit))
         await asyncio.wait_for(streaming.wait(), 60)
-        await chat.app.host.cancel(chat.session_id)
+        await chat.app.session_host.cancel(chat.session_id)
         settled = await turn
-        history = await chat.app.host.history(chat.session_id)
+        history = await chat.app.session_host.history(chat.session_id)
     assert isinstance(settled, TurnSettled) and settled.stop_reason == "cancelled"
     assert chunks(events)[0] == "first" and " third" not in chunks(events)
     assert any(isinstance(e, MessageChunk) and e.text.startswith("first") for e in history), "partial reply kept"
@@ -283,6 +283,6 @@ async def test_missing_extra_says_what_to_install(tmp_path: Path, monkeypatch: p
 
 
 def test_loading_plugins_does_not_import_pydantic_ai() -> None:
-    code = "import sys, runwield_bridge.host as h; h.load_plugins(); print('pydantic_ai' in sys.modules)"
+    code = "import sys, runwield_bridge.plugin_host as h; h.load_plugins(); print('pydantic_ai' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

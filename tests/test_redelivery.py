@@ -131,7 +131,7 @@ class SlowFirstClaim(MemoryUpdateLog):
 async def test_updates_reach_the_bridge_in_the_order_they_came_even_when_their_claims_do_not_finish_in_order() -> None:
     app = await App.start(Settings())
     channel = RecordingChannel()
-    bridge = Bridge({BUILTIN_AGENT: InProcessAgent(app.host)}, MemoryBindings(), updates=SlowFirstClaim())
+    bridge = Bridge({BUILTIN_AGENT: InProcessAgent(app.session_host)}, MemoryBindings(), updates=SlowFirstClaim())
     inbox = ChannelInbox(bridge, channel)
     here, me = Conversation("memory", "1"), Sender("me", "me")
 

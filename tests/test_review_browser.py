@@ -34,7 +34,7 @@ async def test_a_reviewer_sends_feedback_then_approves_the_revised_plan(tmp_path
     executable = chromium()
     (tmp_path / "wld.toml").write_text("")
     app = await App.start(load_settings(tmp_path / "wld.toml"))
-    session = await app.host.create(str(tmp_path))
+    session = await app.session_host.create(str(tmp_path))
     plan = await app.plans.write(cwd=tmp_path, title="Cache the index", body=PLAN, session_id=session.id)
     server = WebServer(WebConfig(listen="127.0.0.1:0"))
     hub = ReviewHub(app.store, app.plans, static_link_base("http://unused"))

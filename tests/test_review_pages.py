@@ -72,7 +72,7 @@ class Setup:
 async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
     (tmp_path / "wld.toml").write_text("")
     app = await App.start(load_settings(tmp_path / "wld.toml"))
-    session = await app.host.create(str(tmp_path))
+    session = await app.session_host.create(str(tmp_path))
     plan = await app.plans.write(cwd=tmp_path, title="Add a <script> README", body=PLAN, session_id=session.id)
     server = WebServer(WebConfig(listen="127.0.0.1:0"))
     clock = Clock()

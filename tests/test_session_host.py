@@ -21,7 +21,7 @@ from runwield_bridge.core.models import ModelInfo, ModelUsage, TextDelta, ToolCa
 from runwield_bridge.core.sessions import SessionBusy
 from runwield_bridge.core.tools import Tool, ToolSpec
 from runwield_bridge.hookspecs import hookimpl
-from runwield_bridge.host import load_plugins
+from runwield_bridge.plugin_host import load_plugins
 from waiting import until
 
 
@@ -46,9 +46,9 @@ async def start(tmp_path: Path, config: str = "") -> App:
 
 async def test_a_session_and_its_transcript_survive_a_restart(tmp_path: Path) -> None:
     app = await start(tmp_path)
-    record = await app.host.create(str(tmp_path))
+    record = await app.session_host.create(str(tmp_path))
     events = Recorder()
-    settled = await app.host.prompt(record.id, "remember the blue door", events)
+    settled = await app.session_host.prompt(record.id, "remember the blue door", events)
     assert settled.stop_reason == "end_turn"
     assert "remember the blue door" in events.text()
     assert sum(isinstance(e, MessageChunk) for e in events.events) >= 2, "the reply is streamed in chunks"
@@ -68,10 +68,10 @@ async def test_a_session_and_its_transcript_survive_a_restart(tmp_path: Path) ->
 
 async def test_usage_is_exact_and_cost_cumulative(tmp_path: Path) -> None:
     app = await start(tmp_path)
-    record = await app.host.create(str(tmp_path))
+    record = await app.session_host.create(str(tmp_path))
     first, second = Recorder(), Recorder()
-    await app.host.prompt(record.id, "one two three", first)
-    await app.host.prompt(record.id, "four", second)
+    await app.session_host.prompt(record.id, "one two three", first)
+    await app.session_host.prompt(record.id, "four", second)
     [u1] = [e for e in first.events if isinstance(e, Usage)]
     [u2] = [e for e in second.events if isinstance(e, Usage)]
     # scripted tokens are words: "one two three" (3) + reply "You said: one two three" (5)
@@ -79,25 +79,25 @@ async def test_usage_is_exact_and_cost_cumulative(tmp_path: Path) -> None:
     assert u1.cost_usd == pytest.approx(3e-6 + 5 * 2e-6)
     assert u2.used == 8 + 1 + 3  # history, the prompt, the reply "You said: four"
     assert u2.cost_usd == pytest.approx(u1.cost_usd + 9e-6 + 3 * 2e-6)
-    assert (await app.host.get(record.id)).cost_usd == pytest.approx(u2.cost_usd)
+    assert (await app.session_host.get(record.id)).cost_usd == pytest.approx(u2.cost_usd)
     await app.close()
 
 
 async def test_cancel_settles_before_the_next_turn_and_keeps_partial_work(tmp_path: Path) -> None:
     app = await start(tmp_path)
-    record = await app.host.create(str(tmp_path))
+    record = await app.session_host.create(str(tmp_path))
     slow = Recorder()
-    turn = asyncio.create_task(app.host.prompt(record.id, "a slow one", slow))
+    turn = asyncio.create_task(app.session_host.prompt(record.id, "a slow one", slow))
     await until(slow.text, "the slow reply to start")
     with pytest.raises(SessionBusy):
-        await app.host.prompt(record.id, "too early", Recorder())
-    await app.host.cancel(record.id)
+        await app.session_host.prompt(record.id, "too early", Recorder())
+    await app.session_host.cancel(record.id)
     assert turn.done(), "cancel returns only once the turn has settled"
     assert (await turn).stop_reason == "cancelled"
     assert isinstance(slow.events[-1], TurnSettled)
     after = Recorder()
-    assert (await app.host.prompt(record.id, "next", after)).stop_reason == "end_turn"
-    history = await app.host.history(record.id)
+    assert (await app.session_host.prompt(record.id, "next", after)).stop_reason == "end_turn"
+    history = await app.session_host.history(record.id)
     assert [e.text for e in history if isinstance(e, UserMessage)] == ["a slow one", "next"]
     assert isinstance(history[2], MessageChunk) and history[2].text == slow.text(), "the partial reply is kept"
     await app.close()
@@ -105,14 +105,14 @@ async def test_cancel_settles_before_the_next_turn_and_keeps_partial_work(tmp_pa
 
 async def test_a_prompt_during_cancellation_waits_for_the_settle(tmp_path: Path) -> None:
     app = await start(tmp_path)
-    record = await app.host.create(str(tmp_path))
+    record = await app.session_host.create(str(tmp_path))
     slow = Recorder()
-    turn = asyncio.create_task(app.host.prompt(record.id, "slow", slow))
+    turn = asyncio.create_task(app.session_host.prompt(record.id, "slow", slow))
     await until(slow.text, "the slow reply to start")
-    cancel = asyncio.create_task(app.host.cancel(record.id))
+    cancel = asyncio.create_task(app.session_host.cancel(record.id))
     await asyncio.sleep(0)  # the cancel is delivered first, as a client sends it
     follow = Recorder()
-    result = await app.host.prompt(record.id, "follow-up", follow)
+    result = await app.session_host.prompt(record.id, "follow-up", follow)
     assert result.stop_reason == "end_turn"
     assert (await turn).stop_reason == "cancelled"
     await cancel
@@ -122,9 +122,9 @@ async def test_a_prompt_during_cancellation_waits_for_the_settle(tmp_path: Path)
 async def test_tool_progress_for_the_tools_it_calls(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("alpha\nbeta\n")
     app = await start(tmp_path)
-    record = await app.host.create(str(tmp_path))
+    record = await app.session_host.create(str(tmp_path))
     events = Recorder()
-    await app.host.prompt(record.id, "read notes.txt", events)
+    await app.session_host.prompt(record.id, "read notes.txt", events)
     tools = [e for e in events.events if isinstance(e, ToolProgress)]
     assert [t.status for t in tools] == ["pending", "in_progress", "completed"]
     assert tools[0].started and tools[0].title == "read_file notes.txt"
@@ -135,9 +135,9 @@ async def test_tool_progress_for_the_tools_it_calls(tmp_path: Path) -> None:
 
 async def test_a_tool_cannot_leave_the_project(tmp_path: Path) -> None:
     app = await start(tmp_path)
-    record = await app.host.create(str(tmp_path / "project"))
+    record = await app.session_host.create(str(tmp_path / "project"))
     events = Recorder()
-    await app.host.prompt(record.id, "read ../../etc/passwd", events)
+    await app.session_host.prompt(record.id, "read ../../etc/passwd", events)
     final = [e for e in events.events if isinstance(e, ToolProgress)][-1]
     assert final.status == "failed" and "outside the project" in final.output
     await app.close()
@@ -145,40 +145,40 @@ async def test_a_tool_cannot_leave_the_project(tmp_path: Path) -> None:
 
 async def test_a_failing_model_ends_the_turn_with_an_error_that_says_so(tmp_path: Path) -> None:
     app = await start(tmp_path)
-    record = await app.host.create(str(tmp_path))
+    record = await app.session_host.create(str(tmp_path))
     events = Recorder()
-    settled = await app.host.prompt(record.id, "please fail now", events)
+    settled = await app.session_host.prompt(record.id, "please fail now", events)
     assert settled.stop_reason == "error" and "asked to fail" in settled.error
-    assert (await app.host.prompt(record.id, "and now?", Recorder())).stop_reason == "end_turn"
+    assert (await app.session_host.prompt(record.id, "and now?", Recorder())).stop_reason == "end_turn"
     await app.close()
 
 
 async def test_selection_changes_validate_and_change_nothing_on_error(tmp_path: Path) -> None:
     app = await start(tmp_path)
-    record = await app.host.create(str(tmp_path))
+    record = await app.session_host.create(str(tmp_path))
     assert (record.model, record.reasoning) == ("scripted", "medium")
-    record = await app.host.select(record.id, reasoning="high")
+    record = await app.session_host.select(record.id, reasoning="high")
     assert record.reasoning == "high"
     with pytest.raises(UnknownChoice):
-        await app.host.select(record.id, reasoning="extreme")
+        await app.session_host.select(record.id, reasoning="extreme")
     with pytest.raises(UnknownChoice):
-        await app.host.select(record.id, model="no-such-model")
-    assert (await app.host.get(record.id)).reasoning == "high"
-    record = await app.host.select(record.id, model="scripted-fast")
+        await app.session_host.select(record.id, model="no-such-model")
+    assert (await app.session_host.get(record.id)).reasoning == "high"
+    record = await app.session_host.select(record.id, model="scripted-fast")
     assert record.reasoning is None, "a model that does not reason has no reasoning level"
     with pytest.raises(UnknownChoice):
-        await app.host.select(record.id, reasoning="low")
+        await app.session_host.select(record.id, reasoning="low")
     await app.close()
 
 
 async def test_archive_is_reversible_and_keeps_the_transcript(tmp_path: Path) -> None:
     app = await start(tmp_path)
-    record = await app.host.create(str(tmp_path))
-    await app.host.prompt(record.id, "keep me", Recorder())
-    await app.host.archive(record.id)
+    record = await app.session_host.create(str(tmp_path))
+    await app.session_host.prompt(record.id, "keep me", Recorder())
+    await app.session_host.archive(record.id)
     assert [r.id for r in await app.store.sessions.list_sessions()] == []
-    assert [type(e) for e in await app.host.history(record.id)] == [UserMessage, Thought, MessageChunk]
-    await app.host.archive(record.id, archived=False)
+    assert [type(e) for e in await app.session_host.history(record.id)] == [UserMessage, Thought, MessageChunk]
+    await app.session_host.archive(record.id, archived=False)
     assert [r.id for r in await app.store.sessions.list_sessions()] == [record.id]
     await app.close()
 
@@ -186,10 +186,10 @@ async def test_archive_is_reversible_and_keeps_the_transcript(tmp_path: Path) ->
 async def test_register_providers_builds_a_configured_scripted_model(tmp_path: Path) -> None:
     config = '[models.tiny]\nprovider = "scripted"\ncontext_window = 50\nreasoning_levels = ["off", "on"]\n[sessions]\nmodel = "tiny"\n'
     app = await start(tmp_path, config)
-    record = await app.host.create(str(tmp_path))
+    record = await app.session_host.create(str(tmp_path))
     assert (record.model, record.reasoning) == ("tiny", "on")
     events = Recorder()
-    await app.host.prompt(record.id, "hello", events)
+    await app.session_host.prompt(record.id, "hello", events)
     assert [e.size for e in events.events if isinstance(e, Usage)] == [50]
     await app.close()
 
@@ -237,9 +237,9 @@ async def test_plugin_tools_and_models_are_used_by_turns(tmp_path: Path) -> None
     path = tmp_path / "wld.toml"
     path.write_text('[sessions]\nmodel = "shouter"\n')
     app = await App.start(load_settings(path), plugins)
-    record = await app.host.create(str(tmp_path))
+    record = await app.session_host.create(str(tmp_path))
     events = Recorder()
-    await app.host.prompt(record.id, "quiet words", events)
+    await app.session_host.prompt(record.id, "quiet words", events)
     assert events.text() == "shouted: QUIET WORDS"
     await app.close()
 
@@ -248,7 +248,7 @@ async def test_the_store_is_a_sqlite_file_in_wal_mode(tmp_path: Path, wld_home: 
     import sqlite3
 
     app = await start(tmp_path)
-    await app.host.create(str(tmp_path))
+    await app.session_host.create(str(tmp_path))
     await app.close()
     with sqlite3.connect(wld_home / "wld.db") as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -11,7 +11,7 @@ import pytest
 
 from runwield_bridge.config import ConfigError, Settings
 from runwield_bridge.app import agent_endpoints
-from runwield_bridge.host import load_plugins
+from runwield_bridge.plugin_host import load_plugins
 from runwield_bridge.bridge.runner import BridgeService
 from runwield_bridge.channels.telegram.channel import SECRET_HEADER
 from runwield_bridge.bridge.asking.pending import NOT_OPEN

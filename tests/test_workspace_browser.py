@@ -170,7 +170,7 @@ async def test_a_connection_cut_mid_turn_is_rebuilt_without_duplicates_or_replay
         await expect(page.locator("#entries .live")).to_have_count(0)
         assert await page.get_by_label("Message").input_value() == "", "nothing is put back to be sent again"
         session_id = await page.evaluate("document.querySelector('[aria-current=true]').dataset.session")
-        prompts = [e for e in await ws.app.host.history(session_id) if type(e).__name__ == "UserMessage"]
+        prompts = [e for e in await ws.app.session_host.history(session_id) if type(e).__name__ == "UserMessage"]
         assert [p.text for p in prompts] == ["slow count"], "the prompt reached the Session once"
 
 

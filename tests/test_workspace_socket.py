@@ -185,7 +185,7 @@ async def test_behind_https_the_cookie_is_secure_and_only_the_public_origin_may_
     config = write_config(tmp_path / "wld.toml", {"web": {"listen": f"127.0.0.1:{port}", "public_url": public}})
     app = await App.start(load_settings(str(config)))
     logins = WorkspaceLogins(app.store.workspace)
-    add_workspace_routes(app.review_pages.server, app.host, logins)
+    add_workspace_routes(app.review_pages.server, app.session_host, logins)
     try:
         assert await app.review_pages.base_url() == public
         local = f"http://127.0.0.1:{port}"

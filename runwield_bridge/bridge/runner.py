@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from ..acp.client import AgentEndpoint
 from ..config import ConfigError, Settings
-from ..host import PluginHost
+from ..plugin_host import PluginHost
 from ..web.server import WebServer
 from .bindings import BindingStore
 from .bridge import Bridge
