@@ -250,6 +250,17 @@ async def test_plan_tools_are_served_when_listed_and_an_unknown_tool_is_a_config
         assert client.proc.returncode == 2 and "agents.mcp.tools: no tool 'rm_rf'" in client.stderr
 
 
+async def test_a_plan_the_agent_writes_through_the_mcp_bus_is_there_for_load_plan(tmp_path: Path) -> None:
+    async with wld_session(tmp_path, config=mcp_config(["write_plan"])) as (client, sid):
+        start = len(client.messages)
+        await say(client, sid, "plan")
+        assert "Saved Plan" in text_since(client, start, sid) and "A greeting file" in text_since(client, start, sid)
+        start = len(client.messages)
+        await say(client, sid, "/load-plan")
+        menu = text_since(client, start, sid)
+        assert "Choose a Plan" in menu and "A greeting file (draft" in menu, menu
+
+
 async def test_the_agent_sees_no_runwield_tool_when_none_is_listed(tmp_path: Path) -> None:
     async with wld_session(tmp_path, config=mcp_config([])) as (client, sid):
         start = len(client.messages)
