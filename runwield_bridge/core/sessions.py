@@ -1,10 +1,11 @@
 """The Session Host: the one entry point the ACP server (and through it every client) uses.
 
-It has 16 public methods because it is the facade over the parts that do the work, one job each: the
-registry of live Sessions (`live.py`), the turn scheduler (`scheduler.py`), the turn itself (`turn.py`),
-the transcript recorder (`recorder.py`), the selection (`selection.py`), the question broker
-(`interactions.py`) and the runtime that drives model turns (`runtime.py`, the contract). Each method
-here only checks the request and hands it to those parts.
+``SessionHost`` has more than 15 public methods (18) because it is the facade over the parts that do the work, one
+job each: the registry of live Sessions (`live.py`), the turn scheduler (`scheduler.py`), the turn itself
+(`turn.py`), the transcript recorder (`recorder.py`), the selection (`selection.py`), the question broker
+(`interactions.py`), the tool servers a client brings (`tool_servers.py`), the images (`vision.py`) and the
+runtime that drives turns (`runtime.py`, the contract). Each method here only checks the request and hands it
+to those parts.
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ class QuestionPending(RuntimeError):
 
 
 class SessionHost:
-    """Creates, loads, runs and settles Sessions. Imports no protocol and no platform."""
+    """Creates, loads, runs and settles Sessions. Imports no protocol and no platform. (More than 15 public
+    methods: it is the facade over the parts named in this module's docstring.)"""
 
     def __init__(
         self,
