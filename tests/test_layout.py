@@ -184,3 +184,29 @@ def test_wld_loads_the_acp_sdk_and_the_bridge_only_for_commands_that_use_them() 
 
 if __name__ == "__main__":
     print(json.dumps({name: sorted(targets) for name, targets in import_graph().items()}))
+
+
+MAX_PUBLIC_METHODS = 15
+REASON = "more than 15 public methods"
+
+
+def crowded_classes(source: str) -> list[str]:
+    """The classes in ``source`` with more than MAX_PUBLIC_METHODS public methods that do not say why at their top."""
+    crowded = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef):
+            public = [f for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and not f.name.startswith("_")]
+            if len(public) > MAX_PUBLIC_METHODS and REASON not in (ast.get_docstring(node) or ""):
+                crowded.append(f"{node.name} ({len(public)} public methods)")
+    return crowded
+
+
+def test_a_class_with_more_than_15_public_methods_says_why_at_its_top() -> None:
+    found = {str(path.relative_to(ROOT)): crowded for path in ROOT.rglob("*.py") if (crowded := crowded_classes(path.read_text()))}
+    assert found == {}, f"split them, or say at the top why they are one class ('{REASON}: ...')"
+
+
+def test_a_crowded_class_without_a_reason_is_found() -> None:
+    methods = "".join(f"    def m{i}(self): ...\n" for i in range(MAX_PUBLIC_METHODS + 1))
+    assert crowded_classes(f"class Big:\n{methods}") == [f"Big ({MAX_PUBLIC_METHODS + 1} public methods)"]
+    assert crowded_classes(f'class Big:\n    """Why it has {REASON}: one per protocol method."""\n{methods}') == []

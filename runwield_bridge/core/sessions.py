@@ -69,8 +69,10 @@ class QuestionPending(RuntimeError):
 
 
 class SessionHost:
-    """Creates, loads, runs and settles Sessions. Imports no protocol and no platform. (More than 15 public
-    methods: it is the facade over the parts named in this module's docstring.)"""
+    """Creates, loads, runs and settles Sessions. Imports no protocol and no platform.
+
+    It has more than 15 public methods because it is the facade over the parts named in this module's docstring.
+    """
 
     def __init__(
         self,
