@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 import pytest_asyncio
 from acp_session import INIT, WLD, say
 from acp_wire import WireClient
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Page, WebSocket, async_playwright, expect
 from test_review_browser import CHROMIUM_ARGS, chromium
 from waiting import PATIENCE
 from workspace_kit import Workspace, cut_connections, screenshot, workspace
@@ -173,6 +174,44 @@ async def test_a_connection_cut_mid_turn_is_rebuilt_without_duplicates_or_replay
         prompts = [e for e in await ws.app.session_host.history(session_id) if type(e).__name__ == "UserMessage"]
         assert [p.text for p in prompts] == ["slow count"], "the prompt reached the Session once"
 
+
+
+async def test_the_same_prompt_from_the_browser_and_from_stdio_has_one_effect(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path) as ws:
+        page = await open_page(browser, ws)
+        sent: list[dict] = []  # what the page puts on its WebSocket, and what comes back, as Chromium sees it
+        received: list[dict] = []
+
+        def watch(socket: WebSocket) -> None:
+            socket.on("framesent", lambda payload: sent.append(json.loads(payload)))
+            socket.on("framereceived", lambda payload: received.append(json.loads(payload)))
+
+        page.on("websocket", watch)
+        await page.reload()  # its socket now opens under watch
+        await expect(page.locator("#connection")).to_have_text("Connected")
+        await start_session(page, tmp_path)
+        await send(page, "only once")
+        await expect(entries(page, "agent", "You said: only once")).to_have_count(1)
+        await expect(page.locator("#entries .live")).to_have_count(0)
+
+        [prompt] = [m for m in sent if m.get("method") == "session/prompt"]
+        request_id = prompt["params"]["_meta"]["runwield"]["requestId"]
+        assert isinstance(request_id, str) and request_id, "the page sends a requestId with its prompt"
+        [answer] = [m["result"] for m in received if m.get("id") == prompt["id"] and "result" in m]
+        session_id = prompt["params"]["sessionId"]
+
+        async with WireClient.spawn([WLD, "acp"], cwd=tmp_path) as client:  # the same request, from an IDE on stdio
+            await client.call("initialize", INIT)
+            assert await client.call("session/prompt", prompt["params"]) == answer, "stdio gets the recorded answer"
+        updates = [n["params"]["update"] for n in client.notifications if n.get("method") == "session/update"]
+        assert not [u for u in updates if u.get("sessionUpdate") == "agent_message_chunk"], "the turn did not run again"
+
+        prompts = [e for e in await ws.app.session_host.history(session_id) if type(e).__name__ == "UserMessage"]
+        assert [p.text for p in prompts] == ["only once"], "the prompt reached the Session once"
+        await page.reload()  # and the page, reading the Session afresh, shows one turn
+        await page.get_by_role("button", name="only once").click()
+        await expect(entries(page, "agent", "You said: only once")).to_have_count(1)
+        await expect(entries(page, "user", "only once")).to_have_count(1)
 
 
 async def test_escape_stops_the_running_turn(browser: Browser, tmp_path: Path) -> None:
