@@ -55,12 +55,12 @@ async def test_a_session_and_its_transcript_survive_a_restart(tmp_path: Path) ->
     await app.close()
 
     again = await start(tmp_path)
-    history = await again.host.history(record.id)
+    history = await again.session_host.history(record.id)
     assert [type(e) for e in history] == [UserMessage, Thought, MessageChunk]
     assert history[0].text == "remember the blue door"
     assert history[1].text == "Thinking (medium) about: remember the blue door"
     assert history[2].text == events.text()
-    stored = await again.host.get(record.id)
+    stored = await again.session_host.get(record.id)
     assert stored.title == "remember the blue door"
     assert stored.cost_usd > 0
     await again.close()

@@ -109,6 +109,7 @@ class AcpAgentServer:
         self.client_capabilities: dict[str, Any] = {}
         self._typing_other: dict[str, str] = {}  # session id -> the interview question whose Other text is owed
         self._background: set[asyncio.Task[None]] = set()
+        self._deferred: dict[asyncio.Task[Any], list[Coroutine[Any, Any, None]]] = {}  # request -> work after its answer
         self._inflight: set[asyncio.Task[Any]] = set()
         self._routes: dict[str, Route] = {
             "initialize": ("InitializeRequest", InitializeRequest, self.initialize),
@@ -189,7 +190,9 @@ class AcpAgentServer:
                 return None
             raise
         task = asyncio.current_task()
+        assert task is not None
         self._inflight.add(task)
+        self._deferred[task] = []
         try:
             if method in HOSTLESS_METHODS:
                 return await handler(request)
@@ -197,6 +200,8 @@ class AcpAgentServer:
             return await self.effects.run(method, params, functools.partial(handler, request))
         finally:
             self._inflight.discard(task)
+            for work in self._deferred.pop(task):  # from here the connection queues the answer without yielding
+                self._spawn(work)
 
     async def drain(self, timeout: float = 10.0) -> None:
         """Let requests already received finish (their answers still go out) before the connection closes."""
@@ -393,8 +398,16 @@ class AcpAgentServer:
         await self.send_update(session_id, commands_update(await self.host.commands_for(session_id)))
 
     def _after_response(self, work: Coroutine[Any, Any, None]) -> None:
-        """Run ``work`` just after the current request's response: a task made now first runs once the
-        handler has returned, and the connection queues that response without yielding in between."""
+        """Run ``work`` just after the current request's response: it is started once the request's handling has
+        ended (whatever it awaits on the way: a revision read, the recorded answer of a ``requestId``), and the
+        connection queues that response without yielding in between."""
+        deferred = self._deferred.get(asyncio.current_task())  # type: ignore[arg-type]
+        if deferred is None:
+            self._spawn(work)
+        else:
+            deferred.append(work)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)
         self._background.add(task)
         task.add_done_callback(self._background_done)

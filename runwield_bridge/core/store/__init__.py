@@ -106,9 +106,14 @@ class Store:
             await self.lock_engine.dispose()
 
 
+SQLITE_BUSY_TIMEOUT_MS = 60_000
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor = dbapi_conn.cursor()
-    cursor.execute("PRAGMA busy_timeout=10000")  # first: a process starting beside another waits for it
+    # first: a process starting beside another (migrating a new database, say) waits for it; on a busy machine
+    # that can take well over 10 s, and a wait is better than a failed request
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA synchronous=NORMAL")
