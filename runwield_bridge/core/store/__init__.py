@@ -28,6 +28,7 @@ from .bridge import BridgeStateRepository
 from .executions import ExecutionRepository
 from .locks import AdvisoryLock
 from .migrate import upgrade
+from .pool_log import install as quiet_cancelled_checkins
 from .plans import PlanRepository
 from .reviews import ReviewRepository
 from .sessions import Entry, SessionRepository, new_session_id
@@ -82,6 +83,7 @@ class Store:
     @classmethod
     async def open(cls, url: str) -> Store:
         """The store, its database brought to the newest schema version first (see ``migrate.py``)."""
+        quiet_cancelled_checkins()
         if url.startswith("sqlite") and ":///" in url:
             path = url.split(":///", 1)[1]
             if path and path != ":memory:":
