@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
 from acp.connection import Connection
 
@@ -19,9 +19,19 @@ async def serve_stdio(start_host: HostStarter, *, accepts_images: bool = False) 
     """Serve one ACP client on stdin/stdout until it closes the stream. The Session Host is started by
     ``start_host`` once ``initialize`` is answered, so an IDE does not wait for the store and the plugins; if it
     cannot start, serving stops and its error is raised. ``accepts_images``: what ``initialize`` advertises
-    before the host has started (some configured model sees images)."""
-    transport = await protocol_stdio()
+    before the host has started (some configured model sees images). When the client is gone, the host shuts
+    down: running turns settle as cancelled."""
     server = AcpAgentServer(start_host=start_host, accepts_images=accepts_images)
+    await _serve(server, await protocol_stdio(), shut_down=True)
+
+
+async def serve_transport(host: SessionHost, transport: MessageTransport) -> None:
+    """Serve one ACP client of a running (shared) Session Host on ``transport`` (a WebSocket) until its input ends;
+    requests already received still get their answers."""
+    await _serve(AcpAgentServer(host), transport, shut_down=False)
+
+
+async def _serve(server: AcpAgentServer, transport: MessageTransport, *, shut_down: bool) -> None:
     conn = Connection(server, transport, listening=False)
     server.attach(conn)
     receiving = asyncio.ensure_future(conn.main_loop())
@@ -32,8 +42,8 @@ async def serve_stdio(start_host: HostStarter, *, accepts_images: bool = False) 
         if not _failed(server.host_ready):
             raise
     finally:
-        if (host := await server.started_host()) is not None:
-            await host.shutdown()  # the client is gone: running turns settle as cancelled
+        if shut_down and (host := await server.started_host()) is not None:
+            await host.shutdown()
         await server.drain()
         await conn.close()
     if _failed(server.host_ready):
@@ -42,21 +52,6 @@ async def serve_stdio(start_host: HostStarter, *, accepts_images: bool = False) 
 
 def _failed(ready: asyncio.Future[SessionHost]) -> bool:
     return ready.done() and not ready.cancelled() and ready.exception() is not None
-
-
-async def serve_transport(host: SessionHost, transport: MessageTransport, at_end: Callable[[], Awaitable[None]] | None = None) -> None:
-    """Serve one ACP client of a running Session Host on ``transport`` (a WebSocket) until its input ends, then run
-    ``at_end``; requests already received still get their answers."""
-    server = AcpAgentServer(host)
-    conn = Connection(server, transport, listening=False)
-    server.attach(conn)
-    try:
-        await conn.main_loop()
-    finally:
-        if at_end is not None:
-            await at_end()
-        await server.drain()
-        await conn.close()
 
 
 @contextlib.asynccontextmanager
