@@ -9,20 +9,25 @@ from aiohttp import web
 from ..config import ConfigError, WebConfig
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+HEALTH_PATH = "/healthz"
 
 
 class WebServer:
-    """An aiohttp application on ``[web] listen``; routes must be added before ``start``."""
+    """An aiohttp application on ``[web] listen``; routes must be added before ``start``.
+    It always answers ``GET /healthz`` (for a container's health check or a load balancer)."""
 
     def __init__(self, config: WebConfig) -> None:
         self.config = config
         self.app = web.Application()
+        self.app.router.add_route("GET", HEALTH_PATH, healthy)
+        self._added = 0
         self._runner: web.AppRunner | None = None
         self._bound: str | None = None
 
     @property
     def route_count(self) -> int:
-        return len(self.app.router.routes())
+        """The routes added with ``add_route`` (the health check is not one of them)."""
+        return self._added
 
     @property
     def has_routes(self) -> bool:
@@ -39,6 +44,7 @@ class WebServer:
         if self._runner is not None:
             raise RuntimeError(f"route {method} {path} added after the web server started")
         self.app.router.add_route(method, path, handler)
+        self._added += 1
 
     async def start(self) -> None:
         host, port = split_listen(self.config.listen)
@@ -57,6 +63,11 @@ class WebServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+
+async def healthy(request: web.Request) -> web.Response:
+    """``/healthz``: this process is up and serving HTTP."""
+    return web.Response(text="ok\n", headers={"Cache-Control": "no-store"})
 
 
 def split_listen(listen: str) -> tuple[str, int]:
