@@ -33,8 +33,8 @@ from tests.deploy_kit import ROOT, config_references, interpolate, read_compose,
 from tests.fakes.base import http_post
 from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import TelegramFake
-from tests.wld_process import Finished, free_port
-from waiting import PATIENCE, until
+from tests.wld_process import Finished, WldProcess, free_port
+from waiting import PATIENCE, POLL, until
 
 BRIDGES = ["bridge-1", "bridge-2"]
 WEBHOOK_SECRET = "deploy-test-webhook-secret"
@@ -58,7 +58,7 @@ def test_compose_runs_postgres_two_identical_bridges_and_one_web_address() -> No
     first, second = (services[name] for name in BRIDGES)
     assert first == second, "both instances run the same image with the same configuration"
     assert "command" not in first and "entrypoint" not in first, "they run the image's CMD, which the next test runs"
-    assert image.cmd == ["wld", "bridge"]
+    assert image.cmd == ["wld", "bridge"] and image.workdir == image.env["WLD_HOME"]
     assert first["depends_on"]["db"]["condition"] == "service_healthy"
     mounts = volume_mounts(first)
     assert mounts[image.env["WLD_CONFIG"]] == "./deploy/wld.toml"
@@ -85,40 +85,39 @@ def test_docker_compose_accepts_compose_yaml() -> None:
     assert checked.returncode == 0, checked.stderr
 
 
-class Instance:
-    """One bridge container, run here: the image's CMD with the container's environment."""
+class Container:
+    """A container's process, run here: its command, environment and working directory."""
 
-    def __init__(self, name: str, env: dict[str, str]) -> None:
-        self.name = name
-        self.env = env
-        self.url = f"http://{env['WLD_LISTEN']}"
-        self.proc: asyncio.subprocess.Process | None = None
+    def __init__(self, name: str, command: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.name, self.command, self.env, self.cwd = name, command, env, cwd
+        self.process: WldProcess | None = None
         self.finished: Finished | None = None
 
     async def start(self) -> None:
-        image = read_dockerfile()
-        self.proc = await asyncio.create_subprocess_exec(
-            *image.cmd, cwd=self.env["WLD_HOME"], env=self.env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-        )
+        pipe = asyncio.subprocess.PIPE
+        self.process = WldProcess(await asyncio.create_subprocess_exec(*self.command, cwd=self.cwd, env=self.env, stdout=pipe, stderr=pipe))
 
     @property
     def running(self) -> bool:
-        return self.proc is not None and self.proc.returncode is None
+        return self.process is not None and self.process.proc.returncode is None
 
     async def stop(self) -> Finished:
-        """``docker stop``: SIGTERM, then the exit status and what it printed (once; later calls return the same)."""
-        assert self.proc is not None
+        """``docker stop``: SIGTERM, then the exit status and what it printed (the same on later calls)."""
+        assert self.process is not None
         if self.finished is None:
-            if self.proc.returncode is None:
-                self.proc.send_signal(signal.SIGTERM)
-            try:
-                out, err = await asyncio.wait_for(self.proc.communicate(), PATIENCE)
-            except TimeoutError:
-                self.proc.kill()
-                out, err = await self.proc.communicate()
-            assert self.proc.returncode is not None
-            self.finished = Finished(self.proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+            if self.running:
+                self.process.proc.send_signal(signal.SIGTERM)
+            self.finished = await self.process.finish(PATIENCE)
         return self.finished
+
+
+class Bridge(Container):
+    """A bridge container: the image's CMD and working directory, with the container's environment mapped here."""
+
+    def __init__(self, name: str, env: dict[str, str]) -> None:
+        image = read_dockerfile()
+        super().__init__(name, image.cmd, env, Path(env["WLD_HOME"]))  # the image's WORKDIR is its state directory
+        self.url = f"http://{env['WLD_LISTEN']}"
 
     async def healthcheck(self) -> int:
         """The image's HEALTHCHECK command, run with this container's environment: its exit status."""
@@ -127,23 +126,41 @@ class Instance:
         return await asyncio.wait_for(check.wait(), PATIENCE)
 
 
-@contextlib.asynccontextmanager
-async def instances(database_url: str, state: Path, variables: dict[str, str]) -> AsyncIterator[list[Instance]]:
-    """bridge-1 and bridge-2 started at the same moment on one database and one state directory."""
+def bridges(database_url: str, state: Path, variables: dict[str, str]) -> list[Bridge]:
+    """bridge-1 and bridge-2 on one database and one state directory, each on a free port."""
     venv_bin = str(Path(sys.executable).parent)  # where `wld` is installed, as on the image's PATH
-    running = []
+    made = []
     for name in BRIDGES:
         env = bridge_environment(variables, name)
         assert make_url(env["WLD_DATABASE_URL"]).host == "db", "the containers reach the compose service `db`"
         env |= {"WLD_DATABASE_URL": database_url, "WLD_LISTEN": f"127.0.0.1:{free_port()}", "WLD_HOME": str(state)}
         env |= {"WLD_CONFIG": str(ROOT / "deploy/wld.toml"), "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}"}
-        running.append(Instance(name, env))
-    await asyncio.gather(*(instance.start() for instance in running))
+        made.append(Bridge(name, env))
+    return made
+
+
+def proxy(variables: dict[str, str], running: list[Bridge], home: Path) -> Container:
+    """The web service: Caddy with deploy/Caddyfile, its upstreams (``bridge-N:8787``) mapped to the bridges here."""
+    caddy = shutil.which("caddy")
+    if caddy is None:
+        pytest.fail("Caddy is not installed: run `apt-get update && apt-get install -y caddy` (as .ci/run does)")
+    web = read_compose()["services"]["web"]
+    env = {name: interpolate(str(value), variables) for name, value in web["environment"].items()}
+    addresses = {f"{bridge.name}:{read_dockerfile().env['WLD_LISTEN'].rpartition(':')[2]}": bridge.env["WLD_LISTEN"] for bridge in running}
+    env["WLD_UPSTREAMS"] = " ".join(addresses[upstream] for upstream in env["WLD_UPSTREAMS"].split())
+    env |= {"CADDY_ADMIN": "off", "HOME": str(home), "XDG_CONFIG_HOME": str(home), "XDG_DATA_HOME": str(home), "PATH": os.environ["PATH"]}
+    command = [caddy, "run", "--config", str(ROOT / volume_mounts(web)["/etc/caddy/Caddyfile"]), "--adapter", "caddyfile"]
+    return Container("web", command, env, home)
+
+
+@contextlib.asynccontextmanager
+async def started(*containers: Container) -> AsyncIterator[None]:
+    """The containers started at the same moment, and stopped at the end."""
+    await asyncio.gather(*(container.start() for container in containers))
     try:
-        yield running
+        yield
     finally:
-        for instance in running:
-            await instance.stop()
+        await asyncio.gather(*(container.stop() for container in containers))
 
 
 async def review_link(database_url: str, state: Path, project: Path) -> tuple[str, str]:
@@ -163,50 +180,87 @@ async def get(url: str) -> tuple[int, str]:
         return response.status, await response.text()
 
 
+async def answering(url: str, timeout: float = PATIENCE) -> None:
+    """Return once ``url`` answers 200; AssertionError after ``timeout`` seconds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        with contextlib.suppress(aiohttp.ClientError):
+            if (await get(url))[0] == 200:
+                return
+        assert asyncio.get_running_loop().time() < deadline, f"{url} did not answer within {timeout}s"
+        await asyncio.sleep(POLL)
+
+
+async def telegram_message(telegram: TelegramFake, url: str, user: int, *, redeliver: bool = False) -> None:
+    """A message from ``user`` (a stranger) posted to a Telegram webhook URL, as Telegram posts it; ``redeliver``:
+    posted again after a 502, as Telegram does, until it is taken (bounded by PATIENCE)."""
+    update = {"update_id": user, "message": telegram.build_message(user, user, "hello")}
+    headers = {"Content-Type": "application/json", SECRET_HEADER: WEBHOOK_SECRET}
+    deadline = asyncio.get_running_loop().time() + PATIENCE
+    while (result := await http_post(url, data=json.dumps(update), headers=headers)).status == 502 and redeliver:
+        assert asyncio.get_running_loop().time() < deadline, f"{url} answered 502 for {PATIENCE}s"
+        await asyncio.sleep(POLL)
+    assert result.status == 200, f"{url}: {result.status} {result.text}"
+
+
+async def told_their_id(telegram: TelegramFake, *users: int) -> None:
+    """Wait until each stranger got the allowlist notice naming their id (a reply from the bridge that took the message)."""
+
+    def told(user: int) -> bool:
+        said = telegram.bot_messages(user)
+        return bool(said) and str(user) in said[0]["text"]
+
+    await until(lambda: all(told(user) for user in users), f"the allowlist notices to {users}")
+
+
 async def test_the_bridge_containers_run_two_instances_on_one_database_behind_one_address(tmp_path: Path) -> None:
-    state, project = tmp_path / "state", tmp_path / "project"  # state: the compose volume, mounted in both containers
-    state.mkdir()
-    project.mkdir()
+    state, project, caddy_home = tmp_path / "state", tmp_path / "project", tmp_path / "caddy"  # state: the compose volume
+    for directory in (state, project, caddy_home):
+        directory.mkdir()
+    public_url = f"http://127.0.0.1:{free_port()}"
     async with TelegramFake() as telegram, SlackFake() as slack, postgres_database() as database_url:
         variables = read_env_file() | {
-            "WLD_PUBLIC_URL": "https://wield.example.test",
+            "WLD_PUBLIC_URL": public_url,
             "TELEGRAM_BOT_TOKEN": telegram.token, "TELEGRAM_API_BASE_URL": telegram.base_url, "TELEGRAM_WEBHOOK_SECRET": WEBHOOK_SECRET,
             "SLACK_BOT_TOKEN": slack.token, "SLACK_SIGNING_SECRET": slack.signing_secret, "SLACK_API_BASE_URL": slack.api_url,
         }  # fmt: skip
-        async with instances(database_url, state, variables) as running:
-            await until(
-                lambda: len(telegram.calls_to("setWebhook")) == 2 or not all(i.running for i in running),
-                "both instances to register the Telegram webhook",
-            )
-            assert all(i.running for i in running), [(await i.stop()).stderr[-2000:] for i in running]
-            assert {c["url"] for c in telegram.calls_to("setWebhook")} == {"https://wield.example.test/telegram/webhook"}
+        running = bridges(database_url, state, variables)
+        web = proxy(variables, running, caddy_home)
+        async with started(*running, web):
+            await until(lambda: len(telegram.calls_to("setWebhook")) == 2 or not all(b.running for b in running), "both webhooks")
+            assert all(b.running for b in running), [(await b.stop()).stderr[-2000:] for b in running]
+            webhook = f"{public_url}/telegram/webhook"
+            assert {call["url"] for call in telegram.calls_to("setWebhook")} == {webhook}, "Telegram is given the one address"
 
-            for instance in running:
-                assert await get(instance.url + HEALTH_PATH) == (200, "ok\n")
-                assert await instance.healthcheck() == 0, f"{instance.name}: the image's HEALTHCHECK passes"
-                verified = await slack.post_url_verification(f"{instance.url}/slack/events", challenge=instance.name)
-                assert (verified.status, verified.json()) == (200, {"challenge": instance.name}), "Slack's events reach either instance"
-            stopped_port = Instance("nothing", {**running[0].env, "WLD_LISTEN": f"127.0.0.1:{free_port()}"})
-            assert await stopped_port.healthcheck() != 0, "the HEALTHCHECK fails where nothing answers"
-
-            for stranger, instance in zip((7001, 7002), running):
-                update = {"update_id": stranger, "message": telegram.build_message(stranger, stranger, "hello")}
-                headers = {"Content-Type": "application/json", SECRET_HEADER: WEBHOOK_SECRET}
-                result = await http_post(f"{instance.url}/telegram/webhook", data=json.dumps(update), headers=headers)
-                assert result.status == 200, f"{instance.name} takes Telegram's webhook with the shared secret"
-            await until(lambda: all(telegram.bot_messages(s) for s in (7001, 7002)), "each stranger's allowlist notice")
-            assert all(str(s) in telegram.bot_messages(s)[0]["text"] for s in (7001, 7002))
+            for bridge in running:
+                assert await get(bridge.url + HEALTH_PATH) == (200, "ok\n")
+                assert await bridge.healthcheck() == 0, f"{bridge.name}: the image's HEALTHCHECK passes"
+                verified = await slack.post_url_verification(f"{bridge.url}/slack/events", challenge=bridge.name)
+                assert (verified.status, verified.json()) == (200, {"challenge": bridge.name}), "Slack's events reach either instance"
+            nothing_there = Bridge("none", {**running[0].env, "WLD_LISTEN": f"127.0.0.1:{free_port()}"})
+            assert await nothing_there.healthcheck() != 0, "the HEALTHCHECK fails where nothing answers"
 
             title, token = await review_link(database_url, state, project)
-            for instance in running:
-                status, page = await get(f"{instance.url}/review/{token}")
-                assert status == 200 and title in page, f"{instance.name} shows a review opened elsewhere"
+            for bridge in running:
+                status, page = await get(f"{bridge.url}/review/{token}")
+                assert status == 200 and title in page, f"{bridge.name} shows a review opened elsewhere"
 
-            finished = [await instance.stop() for instance in running]
+            await answering(public_url + HEALTH_PATH)
+            for stranger in (7001, 7002):  # the proxy takes turns: one message reaches each instance
+                await telegram_message(telegram, webhook, stranger)
+            await told_their_id(telegram, 7001, 7002)
+
+            first = await running[0].stop()
+            for _ in running:  # whichever instance the proxy tries first, the one still running answers
+                status, page = await get(f"{public_url}/review/{token}")
+                assert status == 200 and title in page, "with bridge-1 stopped, the review link still works through the proxy"
+            await telegram_message(telegram, webhook, 7003, redeliver=True)  # Caddy 2.6 may answer 502 before its health check
+            await told_their_id(telegram, 7003)
+            second = await running[1].stop()
         versions = await (await asyncpg.connect(make_url(database_url).set(drivername="postgresql").render_as_string(False))).fetch(
             "SELECT version_num FROM alembic_version"
         )
     assert [row["version_num"] for row in versions] == [HEAD]
-    assert [f.returncode for f in finished] == [0, 0], [f.stderr[-2000:] for f in finished]
-    migrated = sorted(f.stderr.count(MIGRATED) for f in finished)
+    assert [first.returncode, second.returncode] == [0, 0], [first.stderr[-2000:], second.stderr[-2000:]]
+    migrated = sorted(f.stderr.count(MIGRATED) for f in (first, second))
     assert migrated == [0, int(HEAD)], f"one instance ran every migration, the other none: {migrated}"
