@@ -21,16 +21,17 @@ COMPOSE_VARIABLE = re.compile(r"\$\{(\w+)(?::([-?])([^}]*))?\}")
 
 @dataclass(frozen=True)
 class Dockerfile:
-    """What a container of the image starts with: its environment, working directory, command and health check."""
+    """What a container of the image starts with: its environment, user, working directory, command and health check."""
 
     env: dict[str, str]
+    user: str
     workdir: str
     cmd: list[str]
     healthcheck: list[str]
 
 
 def read_dockerfile(path: Path = ROOT / "Dockerfile") -> Dockerfile:
-    """The Dockerfile's ENV (all of them), last WORKDIR, CMD and HEALTHCHECK (exec forms, as JSON arrays)."""
+    """The Dockerfile's ENV (all of them), last USER and WORKDIR, CMD and HEALTHCHECK (exec forms, as JSON arrays)."""
     env: dict[str, str] = {}
     found: dict[str, str] = {}
     for line in path.read_text(encoding="utf-8").replace("\\\n", " ").splitlines():
@@ -41,7 +42,7 @@ def read_dockerfile(path: Path = ROOT / "Dockerfile") -> Dockerfile:
             env.update(pair.split("=", 1) for pair in shlex.split(arguments))
         found[instruction] = arguments.strip()
     healthcheck = found["HEALTHCHECK"].split(" CMD ", 1)[1]
-    return Dockerfile(env, found["WORKDIR"], json.loads(found["CMD"]), json.loads(healthcheck))
+    return Dockerfile(env, found["USER"], found["WORKDIR"], json.loads(found["CMD"]), json.loads(healthcheck))
 
 
 def read_compose(path: Path = ROOT / "compose.yaml") -> dict[str, Any]:

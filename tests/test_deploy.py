@@ -8,6 +8,7 @@ Slack. `docker compose config` checks compose.yaml where the compose plugin is i
 from __future__ import annotations
 
 import asyncio
+import configparser
 import contextlib
 import json
 import os
@@ -58,7 +59,7 @@ def test_compose_runs_postgres_two_identical_bridges_and_one_web_address() -> No
     first, second = (services[name] for name in BRIDGES)
     assert first == second, "both instances run the same image with the same configuration"
     assert "command" not in first and "entrypoint" not in first, "they run the image's CMD, which the next test runs"
-    assert image.cmd == ["wld", "bridge"] and image.workdir == image.env["WLD_HOME"]
+    assert image.cmd == ["wld", "bridge"] and image.workdir == image.env["WLD_HOME"] and image.user != "root"
     assert first["depends_on"]["db"]["condition"] == "service_healthy"
     mounts = volume_mounts(first)
     assert mounts[image.env["WLD_CONFIG"]] == "./deploy/wld.toml"
@@ -75,6 +76,20 @@ def test_compose_runs_postgres_two_identical_bridges_and_one_web_address() -> No
     port = first["environment"]["WLD_LISTEN"].rpartition(":")[2]
     assert web["environment"]["WLD_UPSTREAMS"].split() == [f"{name}:{port}" for name in BRIDGES], "the proxy reaches every instance"
     assert "{$WLD_UPSTREAMS}" in (ROOT / "deploy/Caddyfile").read_text(encoding="utf-8")
+
+
+def test_the_systemd_unit_runs_the_image_s_command_as_its_own_user_with_the_same_state_directory() -> None:
+    unit = configparser.ConfigParser(interpolation=None)
+    unit.optionxform = str  # type: ignore[assignment,method-assign]  # systemd's keys are case-sensitive
+    unit.read(ROOT / "deploy/wld-bridge.service", encoding="utf-8")
+    service, image = unit["Service"], read_dockerfile()
+    program, *arguments = service["ExecStart"].split()
+    assert Path(program).name == image.cmd[0] and arguments == image.cmd[1:], "the same command as the container's"
+    assert service["Restart"] == "on-failure" and service["EnvironmentFile"]
+    assert service["User"] == image.user != "root", "a dedicated user, the image's"
+    env = dict(pair.split("=", 1) for pair in service["Environment"].split())
+    assert env["WLD_HOME"] == f"/var/lib/{service['StateDirectory']}" == service["WorkingDirectory"] == image.env["WLD_HOME"]
+    assert env["WLD_CONFIG"] == image.env["WLD_CONFIG"]
 
 
 def test_docker_compose_accepts_compose_yaml() -> None:
@@ -175,6 +190,14 @@ async def review_link(database_url: str, state: Path, project: Path) -> tuple[st
         await app.close()
 
 
+async def schema_versions(database_url: str) -> list[str]:
+    connection = await asyncpg.connect(make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False))
+    try:
+        return [row["version_num"] for row in await connection.fetch("SELECT version_num FROM alembic_version")]
+    finally:
+        await connection.close()
+
+
 async def get(url: str) -> tuple[int, str]:
     async with aiohttp.ClientSession() as session, session.get(url) as response:
         return response.status, await response.text()
@@ -246,7 +269,7 @@ async def test_the_bridge_containers_run_two_instances_on_one_database_behind_on
                 assert status == 200 and title in page, f"{bridge.name} shows a review opened elsewhere"
 
             await answering(public_url + HEALTH_PATH)
-            for stranger in (7001, 7002):  # the proxy takes turns: one message reaches each instance
+            for stranger in (7001, 7002):  # Telegram posts to the one address it was given
                 await telegram_message(telegram, webhook, stranger)
             await told_their_id(telegram, 7001, 7002)
 
@@ -257,10 +280,8 @@ async def test_the_bridge_containers_run_two_instances_on_one_database_behind_on
             await telegram_message(telegram, webhook, 7003, redeliver=True)  # Caddy 2.6 may answer 502 before its health check
             await told_their_id(telegram, 7003)
             second = await running[1].stop()
-        versions = await (await asyncpg.connect(make_url(database_url).set(drivername="postgresql").render_as_string(False))).fetch(
-            "SELECT version_num FROM alembic_version"
-        )
-    assert [row["version_num"] for row in versions] == [HEAD]
+        versions = await schema_versions(database_url)
+    assert versions == [HEAD]
     assert [first.returncode, second.returncode] == [0, 0], [first.stderr[-2000:], second.stderr[-2000:]]
     migrated = sorted(f.stderr.count(MIGRATED) for f in (first, second))
     assert migrated == [0, int(HEAD)], f"one instance ran every migration, the other none: {migrated}"
