@@ -1,20 +1,32 @@
-"""Reading the deployment files as Docker and compose read them: the Dockerfile's instructions, compose.yaml
-with its ``${NAME}`` interpolation, and ``.env.example``."""
+"""The deployment files read as Docker and compose read them (the Dockerfile's instructions, compose.yaml with its
+``${NAME}`` interpolation, ``.env.example``), and their containers run here as processes."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import os
 import re
 import shlex
+import shutil
+import signal
+import sys
 import tomllib
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
+from sqlalchemy.engine import make_url
+
+from tests.wld_process import Finished, WldProcess, free_port
+from waiting import PATIENCE
 
 ROOT = Path(__file__).resolve().parents[1]
+BRIDGES = ["bridge-1", "bridge-2"]
 COMPOSE_VARIABLE = re.compile(r"\$\{(\w+)(?::([-?])([^}]*))?\}")
 """compose's ``${NAME}``, ``${NAME:-default}`` and ``${NAME:?message}`` (the forms compose.yaml uses)."""
 
@@ -89,3 +101,88 @@ def config_references(path: Path = ROOT / "deploy/wld.toml") -> set[str]:
 def volume_mounts(service: Mapping[str, Any]) -> dict[str, str]:
     """A service's ``SOURCE:TARGET[:ro]`` volumes as target -> source."""
     return {mount.split(":")[1]: mount.split(":")[0] for mount in service.get("volumes", [])}
+
+
+def bridge_environment(variables: dict[str, str], service: str) -> dict[str, str]:
+    """A bridge container's environment: the image's ENV, then compose's ``environment`` with ``variables`` (.env)."""
+    compose_env = read_compose()["services"][service]["environment"]
+    return {**read_dockerfile().env, **{name: interpolate(str(value), variables) for name, value in compose_env.items()}}
+
+
+class Container:
+    """A container's process, run here: its command, environment and working directory."""
+
+    def __init__(self, name: str, command: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.name, self.command, self.env, self.cwd = name, command, env, cwd
+        self.process: WldProcess | None = None
+        self.finished: Finished | None = None
+
+    async def start(self) -> None:
+        pipe = asyncio.subprocess.PIPE
+        self.process = WldProcess(await asyncio.create_subprocess_exec(*self.command, cwd=self.cwd, env=self.env, stdout=pipe, stderr=pipe))
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.proc.returncode is None
+
+    async def stop(self) -> Finished:
+        """``docker stop``: SIGTERM, then the exit status and what it printed (the same on later calls)."""
+        assert self.process is not None
+        if self.finished is None:
+            if self.running:
+                self.process.proc.send_signal(signal.SIGTERM)
+            self.finished = await self.process.finish(PATIENCE)
+        return self.finished
+
+
+class Bridge(Container):
+    """A bridge container: the image's CMD and working directory, with the container's environment mapped here."""
+
+    def __init__(self, name: str, env: dict[str, str]) -> None:
+        image = read_dockerfile()
+        super().__init__(name, image.cmd, env, Path(env["WLD_HOME"]))  # the image's WORKDIR is its state directory
+        self.url = f"http://{env['WLD_LISTEN']}"
+
+    async def healthcheck(self) -> int:
+        """The image's HEALTHCHECK command, run with this container's environment: its exit status."""
+        command = [sys.executable if part == "python" else part for part in read_dockerfile().healthcheck]
+        check = await asyncio.create_subprocess_exec(*command, env=self.env, stderr=asyncio.subprocess.DEVNULL)
+        return await asyncio.wait_for(check.wait(), PATIENCE)
+
+
+def bridges(database_url: str, state: Path, variables: dict[str, str]) -> list[Bridge]:
+    """bridge-1 and bridge-2 on one database and one state directory, each on a free port."""
+    venv_bin = str(Path(sys.executable).parent)  # where `wld` is installed, as on the image's PATH
+    made = []
+    for name in BRIDGES:
+        env = bridge_environment(variables, name)
+        assert make_url(env["WLD_DATABASE_URL"]).host == "db", "the containers reach the compose service `db`"
+        env |= {"WLD_DATABASE_URL": database_url, "WLD_LISTEN": f"127.0.0.1:{free_port()}", "WLD_HOME": str(state)}
+        env |= {"WLD_CONFIG": str(ROOT / "deploy/wld.toml"), "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}"}
+        made.append(Bridge(name, env))
+    return made
+
+
+def proxy(variables: dict[str, str], running: list[Bridge], home: Path) -> Container:
+    """The web service: Caddy with deploy/Caddyfile, its upstreams (``bridge-N:8787``) mapped to the bridges here."""
+    caddy = shutil.which("caddy")
+    if caddy is None:
+        pytest.fail("Caddy is not installed: run `apt-get update && apt-get install -y caddy` (as .ci/run does)")
+    web = read_compose()["services"]["web"]
+    env = {name: interpolate(str(value), variables) for name, value in web["environment"].items()}
+    port = {bridge.name: bridge_environment(variables, bridge.name)["WLD_LISTEN"].rpartition(":")[2] for bridge in running}
+    addresses = {f"{bridge.name}:{port[bridge.name]}": bridge.env["WLD_LISTEN"] for bridge in running}  # in compose -> here
+    env["WLD_UPSTREAMS"] = " ".join(addresses[upstream] for upstream in env["WLD_UPSTREAMS"].split())
+    env |= {"CADDY_ADMIN": "off", "HOME": str(home), "XDG_CONFIG_HOME": str(home), "XDG_DATA_HOME": str(home), "PATH": os.environ["PATH"]}
+    command = [caddy, "run", "--config", str(ROOT / volume_mounts(web)["/etc/caddy/Caddyfile"]), "--adapter", "caddyfile"]
+    return Container("web", command, env, home)
+
+
+@contextlib.asynccontextmanager
+async def started(*containers: Container) -> AsyncIterator[None]:
+    """The containers started at the same moment, and stopped at the end."""
+    await asyncio.gather(*(container.start() for container in containers))
+    try:
+        yield
+    finally:
+        await asyncio.gather(*(container.stop() for container in containers))

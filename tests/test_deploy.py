@@ -1,9 +1,11 @@
-"""The deployment: compose.yaml's PostgreSQL, two bridge instances and one web address, and the Dockerfile they run.
+"""The deployment: compose.yaml's PostgreSQL, two bridge instances and one web address, the Dockerfile they run,
+and the systemd unit.
 
 No test here has Docker: the bridge containers' command (the Dockerfile's CMD), environment (its ENV and compose's)
 and wld.toml (deploy/wld.toml) run as two real `wld` processes on a fresh PostgreSQL database, with the database
 host, the ports and the state volume mapped to this machine and the platform fakes standing in for Telegram and
-Slack. `docker compose config` checks compose.yaml where the compose plugin is installed."""
+Slack, and Caddy runs deploy/Caddyfile in front of them. `docker compose config` checks compose.yaml where the
+compose plugin is installed."""
 
 from __future__ import annotations
 
@@ -11,12 +13,8 @@ import asyncio
 import configparser
 import contextlib
 import json
-import os
 import shutil
-import signal
 import subprocess
-import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
@@ -30,22 +28,18 @@ from runwield_bridge.config import Settings
 from runwield_bridge.core.store.migrate import HEAD
 from runwield_bridge.web.server import HEALTH_PATH
 from tests.database_kit import postgres_database
-from tests.deploy_kit import ROOT, config_references, interpolate, read_compose, read_dockerfile, read_env_file, variables_in, volume_mounts
+from tests.deploy_kit import (
+    BRIDGES, ROOT, Bridge, bridges, config_references, proxy, read_compose, read_dockerfile, read_env_file, started, variables_in,
+    volume_mounts,
+)
 from tests.fakes.base import http_post
 from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import TelegramFake
-from tests.wld_process import Finished, WldProcess, free_port
+from tests.wld_process import free_port
 from waiting import PATIENCE, POLL, until
 
-BRIDGES = ["bridge-1", "bridge-2"]
 WEBHOOK_SECRET = "deploy-test-webhook-secret"
 MIGRATED = "Running upgrade"  # what Alembic logs (at INFO, deploy/wld.toml's log_level) for each migration it runs
-
-
-def bridge_environment(variables: dict[str, str], service: str = "bridge-1") -> dict[str, str]:
-    """A bridge container's environment: the image's ENV, then compose's ``environment`` with ``variables`` (.env)."""
-    compose_env = read_compose()["services"][service]["environment"]
-    return {**read_dockerfile().env, **{name: interpolate(str(value), variables) for name, value in compose_env.items()}}
 
 
 def test_compose_runs_postgres_two_identical_bridges_and_one_web_address() -> None:
@@ -58,7 +52,7 @@ def test_compose_runs_postgres_two_identical_bridges_and_one_web_address() -> No
 
     first, second = (services[name] for name in BRIDGES)
     assert first == second, "both instances run the same image with the same configuration"
-    assert "command" not in first and "entrypoint" not in first, "they run the image's CMD, which the next test runs"
+    assert "command" not in first and "entrypoint" not in first, "they run the image's CMD, which the last test runs"
     assert image.cmd == ["wld", "bridge"] and image.workdir == image.env["WLD_HOME"] and image.user != "root"
     assert first["depends_on"]["db"]["condition"] == "service_healthy"
     mounts = volume_mounts(first)
@@ -95,87 +89,9 @@ def test_the_systemd_unit_runs_the_image_s_command_as_its_own_user_with_the_same
 def test_docker_compose_accepts_compose_yaml() -> None:
     docker = shutil.which("docker")
     if docker is None or subprocess.run([docker, "compose", "version"], capture_output=True).returncode != 0:
-        pytest.skip("no `docker compose` here (CI has no Docker): the previous test checks compose.yaml's structure")
+        pytest.skip("no `docker compose` here (CI has no Docker): test_compose_runs_postgres_... checks compose.yaml's structure")
     checked = subprocess.run([docker, "compose", "--env-file", ".env.example", "config", "-q"], cwd=ROOT, capture_output=True, text=True)
     assert checked.returncode == 0, checked.stderr
-
-
-class Container:
-    """A container's process, run here: its command, environment and working directory."""
-
-    def __init__(self, name: str, command: list[str], env: dict[str, str], cwd: Path) -> None:
-        self.name, self.command, self.env, self.cwd = name, command, env, cwd
-        self.process: WldProcess | None = None
-        self.finished: Finished | None = None
-
-    async def start(self) -> None:
-        pipe = asyncio.subprocess.PIPE
-        self.process = WldProcess(await asyncio.create_subprocess_exec(*self.command, cwd=self.cwd, env=self.env, stdout=pipe, stderr=pipe))
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.proc.returncode is None
-
-    async def stop(self) -> Finished:
-        """``docker stop``: SIGTERM, then the exit status and what it printed (the same on later calls)."""
-        assert self.process is not None
-        if self.finished is None:
-            if self.running:
-                self.process.proc.send_signal(signal.SIGTERM)
-            self.finished = await self.process.finish(PATIENCE)
-        return self.finished
-
-
-class Bridge(Container):
-    """A bridge container: the image's CMD and working directory, with the container's environment mapped here."""
-
-    def __init__(self, name: str, env: dict[str, str]) -> None:
-        image = read_dockerfile()
-        super().__init__(name, image.cmd, env, Path(env["WLD_HOME"]))  # the image's WORKDIR is its state directory
-        self.url = f"http://{env['WLD_LISTEN']}"
-
-    async def healthcheck(self) -> int:
-        """The image's HEALTHCHECK command, run with this container's environment: its exit status."""
-        command = [sys.executable if part == "python" else part for part in read_dockerfile().healthcheck]
-        check = await asyncio.create_subprocess_exec(*command, env=self.env, stderr=asyncio.subprocess.DEVNULL)
-        return await asyncio.wait_for(check.wait(), PATIENCE)
-
-
-def bridges(database_url: str, state: Path, variables: dict[str, str]) -> list[Bridge]:
-    """bridge-1 and bridge-2 on one database and one state directory, each on a free port."""
-    venv_bin = str(Path(sys.executable).parent)  # where `wld` is installed, as on the image's PATH
-    made = []
-    for name in BRIDGES:
-        env = bridge_environment(variables, name)
-        assert make_url(env["WLD_DATABASE_URL"]).host == "db", "the containers reach the compose service `db`"
-        env |= {"WLD_DATABASE_URL": database_url, "WLD_LISTEN": f"127.0.0.1:{free_port()}", "WLD_HOME": str(state)}
-        env |= {"WLD_CONFIG": str(ROOT / "deploy/wld.toml"), "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}"}
-        made.append(Bridge(name, env))
-    return made
-
-
-def proxy(variables: dict[str, str], running: list[Bridge], home: Path) -> Container:
-    """The web service: Caddy with deploy/Caddyfile, its upstreams (``bridge-N:8787``) mapped to the bridges here."""
-    caddy = shutil.which("caddy")
-    if caddy is None:
-        pytest.fail("Caddy is not installed: run `apt-get update && apt-get install -y caddy` (as .ci/run does)")
-    web = read_compose()["services"]["web"]
-    env = {name: interpolate(str(value), variables) for name, value in web["environment"].items()}
-    addresses = {f"{bridge.name}:{read_dockerfile().env['WLD_LISTEN'].rpartition(':')[2]}": bridge.env["WLD_LISTEN"] for bridge in running}
-    env["WLD_UPSTREAMS"] = " ".join(addresses[upstream] for upstream in env["WLD_UPSTREAMS"].split())
-    env |= {"CADDY_ADMIN": "off", "HOME": str(home), "XDG_CONFIG_HOME": str(home), "XDG_DATA_HOME": str(home), "PATH": os.environ["PATH"]}
-    command = [caddy, "run", "--config", str(ROOT / volume_mounts(web)["/etc/caddy/Caddyfile"]), "--adapter", "caddyfile"]
-    return Container("web", command, env, home)
-
-
-@contextlib.asynccontextmanager
-async def started(*containers: Container) -> AsyncIterator[None]:
-    """The containers started at the same moment, and stopped at the end."""
-    await asyncio.gather(*(container.start() for container in containers))
-    try:
-        yield
-    finally:
-        await asyncio.gather(*(container.stop() for container in containers))
 
 
 async def review_link(database_url: str, state: Path, project: Path) -> tuple[str, str]:
