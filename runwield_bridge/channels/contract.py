@@ -82,7 +82,8 @@ class Channel(Protocol):
         timeouts, the platform's 5xx and rate limits): the supervisor restarts it with backoff. Raise
         ``CredentialsRejected`` or ``ChannelMisconfigured`` for the platform's final refusal: the channel stops.
         A channel with credentials may also offer ``async verify()``, the same check ``run`` starts with, which
-        ``wld doctor`` calls."""
+        ``wld doctor`` calls. A channel whose platform lets only one listener in at a time (Telegram's long polling)
+        says so with ``listens_alone = True``: among several instances on one database, one runs it at a time."""
 
     async def send(self, conversation: Conversation, text: str, buttons: Sequence[Button] = ()) -> MessageRef:
         """Send a message (raises RateLimited)."""

@@ -60,10 +60,11 @@ class BridgeStateRepository(Repository):
             await db.exec(delete(SeenUpdateRow).where(col(SeenUpdateRow.claimed_at) < claimed_before))
             await db.commit()
 
-    async def keep_message(self, channel: str, message_id: str, conversation: str, text: str, kind: str) -> None:
-        """Note (or update) a message that is not finished yet."""
+    async def keep_message(self, channel: str, message_id: str, conversation: str, text: str, kind: str, instance: str | None = None) -> None:
+        """Note (or update) a message that is not finished yet, shown by ``instance`` (None on SQLite)."""
+        row = UnfinishedMessageRow(channel=channel, message_id=message_id, conversation=conversation, text=text, kind=kind, instance=instance)
         async with self._db() as db:
-            await db.merge(UnfinishedMessageRow(channel=channel, message_id=message_id, conversation=conversation, text=text, kind=kind))
+            await db.merge(row)
             await db.commit()
 
     async def drop_message(self, channel: str, message_id: str) -> None:
@@ -73,8 +74,9 @@ class BridgeStateRepository(Repository):
             await db.exec(query)
             await db.commit()
 
-    async def unfinished_messages(self, channel: str) -> list[UnfinishedMessage]:
-        """A channel's messages that were not finished, oldest first."""
-        query = select(UnfinishedMessageRow).where(col(UnfinishedMessageRow.channel) == channel).order_by(col(UnfinishedMessageRow.updated_at))
+    async def unfinished_messages(self, channel: str, instance: str | None = None) -> list[UnfinishedMessage]:
+        """A channel's messages that ``instance`` (None: no instance, as on SQLite) did not finish, oldest first."""
+        shown_by = col(UnfinishedMessageRow.instance).is_(None) if instance is None else col(UnfinishedMessageRow.instance) == instance
+        query = select(UnfinishedMessageRow).where(col(UnfinishedMessageRow.channel) == channel, shown_by).order_by(col(UnfinishedMessageRow.updated_at))
         async with self._db() as db:
             return [frozen(UnfinishedMessage, row) for row in (await db.exec(query)).all()]
