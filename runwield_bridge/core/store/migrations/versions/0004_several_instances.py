@@ -1,6 +1,8 @@
-"""Several ``wld bridge`` instances on one PostgreSQL database: leases (an instance's liveness, a listener only one
-instance runs), the instance each conversation's events are handled on, events handed from one instance to another,
-and which instance shows each unfinished chat message.
+"""Several bridge instances on one database: leases, conversation owners, handoffs.
+
+Leases hold an instance's liveness and a listener only one instance runs; each conversation's events are handled on
+its owner; events one instance received for another's conversation are handed over; each unfinished chat message
+notes the instance showing it.
 
 Revision ID: 0004
 Revises: 0003
