@@ -95,7 +95,7 @@ async def test_wld_db_status_shows_the_current_and_the_newest_version(wld_databa
     assert not (wld_home / "wld.db").exists(), "a status changes nothing"
     assert await run(WLD, "db", "upgrade") == (0, "upgraded from none (an empty database) to 0004 (Several bridge instances on one database)\n", "")
     code, out, _ = await run(WLD, "db", "status")
-    assert out.splitlines()[1:] == ["current:  0004 (Several bridge instances on one database)", "head:     0004 (Several bridge instances on one database: leases, conversation owners, handoffs)", "up to date"]
+    assert out.splitlines()[1:] == ["current:  0004 (Several bridge instances on one database)", "head:     0004 (Several bridge instances on one database)", "up to date"]
 
 
 def test_a_missing_postgresql_server_skips_with_a_reason_but_fails_where_it_is_required(tmp_path: Path) -> None:
