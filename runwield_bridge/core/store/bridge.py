@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 
 from sqlalchemy import delete
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import col, select, update
 
 from ..records import Binding, SeenUpdate, UnfinishedMessage
@@ -62,9 +64,13 @@ class BridgeStateRepository(Repository):
 
     async def keep_message(self, channel: str, message_id: str, conversation: str, text: str, kind: str, instance: str | None = None) -> None:
         """Note (or update) a message that is not finished yet, shown by ``instance`` (None on SQLite)."""
-        row = UnfinishedMessageRow(channel=channel, message_id=message_id, conversation=conversation, text=text, kind=kind, instance=instance)
+        values = {"channel": channel, "message_id": message_id, "conversation": conversation, "text": text, "kind": kind, "instance": instance}
         async with self._db() as db:
-            await db.merge(row)
+            insert = postgresql_insert if (await db.connection()).dialect.name == "postgresql" else sqlite_insert
+            statement = insert(UnfinishedMessageRow).values(**values, updated_at=time.time())
+            changed = {name: statement.excluded[name] for name in ("conversation", "text", "kind", "instance", "updated_at")}
+            # one statement, so two notes of one message at once (a streaming reply's edits) never collide
+            await db.exec(statement.on_conflict_do_update(index_elements=["channel", "message_id"], set_=changed))
             await db.commit()
 
     async def drop_message(self, channel: str, message_id: str) -> None:
