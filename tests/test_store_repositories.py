@@ -116,3 +116,18 @@ async def test_cost_added_by_writers_beside_each_other_is_never_lost(database_ur
     finally:
         await here.close()
         await there.close()
+
+
+async def test_unfinished_notes_of_two_chats_with_one_message_id_are_kept_apart_and_by_instance(database_url: str) -> None:
+    """Telegram numbers messages per chat: two chats' notes of message 5 are two notes; each instance finds its own."""
+    store = await Store.open(database_url)
+    try:
+        await store.bridge.keep_message("telegram", "5", "telegram:1", "one", "reply")
+        await store.bridge.keep_message("telegram", "5", "telegram:2", "two", "reply", "instance-a")
+        await asyncio.gather(*(store.bridge.keep_message("telegram", "5", "telegram:1", f"one {n}", "reply") for n in range(5)))
+        assert [n.conversation for n in await store.bridge.unfinished_messages("telegram")] == ["telegram:1"]
+        await store.bridge.drop_message("telegram", "5", "telegram:1")
+        assert await store.bridge.unfinished_messages("telegram") == []
+        assert [n.text for n in await store.bridge.unfinished_messages("telegram", "instance-a")] == ["two"], "the other chat's note stays"
+    finally:
+        await store.close()

@@ -38,7 +38,7 @@ class MessageLog(Protocol):
     async def keep_message(self, channel: str, message_id: str, conversation: str, text: str, kind: str, instance: str | None = None) -> None:
         """Note a message ``instance`` shows (None where one instance runs: SQLite, ``wld chat``)."""
 
-    async def drop_message(self, channel: str, message_id: str) -> None: ...
+    async def drop_message(self, channel: str, message_id: str, conversation: str) -> None: ...
 
     async def unfinished_messages(self, channel: str, instance: str | None = None) -> list[UnfinishedRecord]:  # type: ignore[empty-body]
         """The channel's messages ``instance`` noted and has not finished."""
@@ -57,16 +57,16 @@ class MemoryMessageLog:
     """Notes that last as long as the process (``wld chat``: nothing outlives it to be finished)."""
 
     def __init__(self) -> None:
-        self._notes: dict[tuple[str, str], _Note] = {}
+        self._notes: dict[tuple[str, str, str], _Note] = {}
 
     async def keep_message(self, channel: str, message_id: str, conversation: str, text: str, kind: str, instance: str | None = None) -> None:
-        self._notes[(channel, message_id)] = _Note(message_id, conversation, text, kind, instance)
+        self._notes[(channel, message_id, conversation)] = _Note(message_id, conversation, text, kind, instance)
 
-    async def drop_message(self, channel: str, message_id: str) -> None:
-        self._notes.pop((channel, message_id), None)
+    async def drop_message(self, channel: str, message_id: str, conversation: str) -> None:
+        self._notes.pop((channel, message_id, conversation), None)
 
     async def unfinished_messages(self, channel: str, instance: str | None = None) -> list[UnfinishedRecord]:
-        return [note for (name, _), note in self._notes.items() if name == channel and note.instance == instance]
+        return [note for (name, _, _), note in self._notes.items() if name == channel and note.instance == instance]
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ class Keeper:
 
     async def done(self, ref: MessageRef) -> None:
         try:
-            await self.messages.drop_message(self.channel, ref.id)
+            await self.messages.drop_message(self.channel, ref.id, ref.conversation.key)
         except Exception as exc:
             log.warning("could not note a finished message in %s: %s", ref.conversation.key, exc)
 
@@ -105,7 +105,7 @@ async def finish_left(channel: Channel, messages: MessageLog, instance: str | No
             else:
                 finished = await _edit(channel, ref, f"{note.text} {INTERRUPTED_MARK}")
             if finished:
-                await messages.drop_message(channel.name, note.message_id)
+                await messages.drop_message(channel.name, note.message_id, note.conversation)
             else:
                 left += 1
         if not left or delay is None:

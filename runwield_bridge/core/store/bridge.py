@@ -68,14 +68,18 @@ class BridgeStateRepository(Repository):
         async with self._db() as db:
             insert = postgresql_insert if (await db.connection()).dialect.name == "postgresql" else sqlite_insert
             statement = insert(UnfinishedMessageRow).values(**values, updated_at=time.time())
-            changed = {name: statement.excluded[name] for name in ("conversation", "text", "kind", "instance", "updated_at")}
+            changed = {name: statement.excluded[name] for name in ("text", "kind", "instance", "updated_at")}
             # one statement, so two notes of one message at once (a streaming reply's edits) never collide
-            await db.exec(statement.on_conflict_do_update(index_elements=["channel", "message_id"], set_=changed))
+            await db.exec(statement.on_conflict_do_update(index_elements=["channel", "message_id", "conversation"], set_=changed))
             await db.commit()
 
-    async def drop_message(self, channel: str, message_id: str) -> None:
+    async def drop_message(self, channel: str, message_id: str, conversation: str) -> None:
         """The message is finished."""
-        query = delete(UnfinishedMessageRow).where(col(UnfinishedMessageRow.channel) == channel, col(UnfinishedMessageRow.message_id) == message_id)
+        query = delete(UnfinishedMessageRow).where(
+            col(UnfinishedMessageRow.channel) == channel,
+            col(UnfinishedMessageRow.message_id) == message_id,
+            col(UnfinishedMessageRow.conversation) == conversation,
+        )
         async with self._db() as db:
             await db.exec(query)
             await db.commit()

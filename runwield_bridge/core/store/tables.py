@@ -169,7 +169,8 @@ class UnfinishedMessageRow(SQLModel, table=True):
     __tablename__ = "unfinished_messages"
     channel: str = Field(primary_key=True)
     message_id: str = Field(primary_key=True)
-    conversation: str
+    conversation: str = Field(primary_key=True)
+    """Part of the key: a message id may be unique only in its conversation (Telegram's are per chat)."""
     text: str
     kind: str
     """``reply`` or ``question``."""
