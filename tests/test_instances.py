@@ -81,6 +81,8 @@ class Cluster:
             )  # fmt: skip
         instance = Instance(proc, port, log)
         self.instances.append(instance)
+        if self.mode == "webhook":  # its Telegram channel listens once it has registered the webhook
+            await self.telegram.wait_until(lambda: len(self.telegram.calls_to("setWebhook")) > n, timeout=PATIENCE)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + PATIENCE
         while True:  # until its web server is up and its Slack channel answers there

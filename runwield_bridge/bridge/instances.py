@@ -112,7 +112,6 @@ class Instances:
             supervisor = Supervisor(f"{name} of instance {self.id[:8]}", target)
             supervisor.start()
             self._supervisors.append(supervisor)
-        self._incoming.put_nowait(None)  # handoffs that waited for an instance of this id: none, but cheap to look
 
     async def stop(self) -> None:
         for supervisor in self._supervisors:
@@ -205,6 +204,7 @@ class Instances:
 
     async def _take_handoffs(self) -> None:
         """Start the handoffs for this instance in the order they came, each handled in a task of its own."""
+        self._incoming.put_nowait(None)  # on a restart after a failure: those that came meanwhile
         while True:
             wanted = await self._incoming.get()
             for handoff_id in [wanted] if wanted is not None else await self.log.waiting_handoffs(self.id):
