@@ -14,6 +14,8 @@ from sqlalchemy.engine import make_url
 from waiting import PATIENCE, until
 
 from runwield_bridge.app import App
+from runwield_bridge.bridge import instances
+from runwield_bridge.bridge.instances import Instances
 from runwield_bridge.config import Settings
 from runwield_bridge.core.reviews import ReviewHub, static_link_base
 from runwield_bridge.core.store import Store
@@ -146,3 +148,35 @@ async def test_a_review_decided_through_another_process_wakes_the_waiting_sessio
     finally:
         await deciding_app.close()
         await waiting_app.close()
+
+
+async def test_a_listener_only_one_instance_runs_moves_at_once_when_its_holder_lets_go(two: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch) -> None:
+    """With leases of an hour and no retry before then, only the release's notification can let the waiter in."""
+    monkeypatch.setattr(instances, "LEASE_SECONDS", 3600.0)
+    monkeypatch.setattr(instances, "RENEW_SECONDS", 3600.0)
+    a, b = repositories(two)
+    refused: list[str] = []
+
+    async def take_lease(name: str, owner: str, ttl: float) -> bool:
+        taken = await InstanceRepository.take_lease(b, name, owner, ttl)
+        if not taken:
+            refused.append(name)
+        return taken
+
+    monkeypatch.setattr(b, "take_lease", take_lease)
+    here, there = Instances(a, two[0].notifier), Instances(b, two[1].notifier)
+    running: list[str] = []
+
+    async def listen(name: str) -> None:
+        running.append(name)
+        await asyncio.Event().wait()
+
+    first = asyncio.create_task(here.exclusively("listen:telegram", lambda: listen("here")))
+    await until(lambda: running == ["here"], "the first instance listening")
+    second = asyncio.create_task(there.exclusively("listen:telegram", lambda: listen("there")))
+    await until(lambda: refused == ["listen:telegram"], "the other instance refused the lease and waiting")
+    assert running == ["here"], "one listener at a time"
+    first.cancel()  # the holder stops
+    await until(lambda: running == ["here", "there"], "the other instance listening once the lease is let go")
+    second.cancel()
+    await asyncio.gather(first, second, return_exceptions=True)
