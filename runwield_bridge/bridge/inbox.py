@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from ..channels.contract import Channel
 from ..channels.types import ButtonPress, Conversation, IncomingMessage, ModelMenu, Sender
 from .dedupe import Delivery
@@ -70,6 +70,12 @@ class ChannelInbox:
             assert self.bridge.instances is not None
             handoff = await self.bridge.instances.hand_off(owner, self.channel.name, "press", press_json(press))
         return await self.bridge.instances.notice_for(handoff)
+
+    async def listen_alone(self, listen: Callable[[], Awaitable[None]]) -> None:
+        if self.bridge.instances is None:
+            await listen()
+        else:
+            await self.bridge.instances.exclusively(f"listen:{self.channel.name}", listen)
 
     async def take_handoff(self, handoff: HandoffRecord) -> str | None:
         """An event another instance received for a conversation this one owns, handled as if received here."""

@@ -103,10 +103,7 @@ class BridgeService:
         if self._needs_web:
             await self._start_web()
         for channel, inbox in inboxes:
-            listen: Callable[[], Awaitable[None]] = partial(channel.run, inbox)
-            if self.instances is not None and getattr(channel, "listens_alone", False):  # Telegram's long polling
-                listen = partial(self.instances.exclusively, f"listen:{channel.name}", listen)
-            supervisor = Supervisor(f"channel {channel.name}", listen, partial(self.bridge.channel_failed, channel))
+            supervisor = Supervisor(f"channel {channel.name}", partial(channel.run, inbox), partial(self.bridge.channel_failed, channel))
             self.listeners.append(supervisor.start())
             self.supervisors.append(supervisor)
             self.bridge.background.spawn(self.bridge.reopen(channel), f"reopen:{channel.name}")

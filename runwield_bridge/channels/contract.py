@@ -42,6 +42,10 @@ class Inbox(Protocol):
     async def receive_message(self, message: IncomingMessage) -> asyncio.Task[None] | None:
         """Handle a message; returns the turn it started, if any, without waiting for it."""
 
+    async def listen_alone(self, listen: Callable[[], Awaitable[None]]) -> None:
+        """Run ``listen``, a listener the platform lets only one client run at a time (Telegram's long polling), while
+        no other instance of the bridge on the same database runs it: at once where the bridge runs alone."""
+
     async def receive_press(self, press: ButtonPress) -> str:
         """Handle a button press; returns a short notice for the person who pressed."""
 
@@ -82,8 +86,7 @@ class Channel(Protocol):
         timeouts, the platform's 5xx and rate limits): the supervisor restarts it with backoff. Raise
         ``CredentialsRejected`` or ``ChannelMisconfigured`` for the platform's final refusal: the channel stops.
         A channel with credentials may also offer ``async verify()``, the same check ``run`` starts with, which
-        ``wld doctor`` calls. A channel whose platform lets only one listener in at a time (Telegram's long polling)
-        says so with ``listens_alone = True``: among several instances on one database, one runs it at a time."""
+        ``wld doctor`` calls."""
 
     async def send(self, conversation: Conversation, text: str, buttons: Sequence[Button] = ()) -> MessageRef:
         """Send a message (raises RateLimited)."""

@@ -82,11 +82,6 @@ class TelegramChannel:
         if settings.mode == "webhook":
             self.web.add_route("POST", settings.webhook_path, self._webhook)
 
-    @property
-    def listens_alone(self) -> bool:
-        """Long polling: Telegram answers one poller per bot, so among several instances only one listens."""
-        return self.settings.mode == "polling"
-
     # -- receiving -----------------------------------------------------------
 
     async def verify(self) -> None:
@@ -100,8 +95,8 @@ class TelegramChannel:
         await self._offer_commands()
         self._inbox = inbox
         try:
-            if self.settings.mode == "polling":
-                await self._poll()
+            if self.settings.mode == "polling":  # Telegram answers one poller per bot: one instance polls at a time
+                await inbox.listen_alone(self._poll)
             else:
                 with refusals(self.name, "web.public_url"):  # Telegram refuses a webhook URL it cannot use (not HTTPS, say)
                     await self.bot.set_webhook(
