@@ -83,10 +83,11 @@ started and not finished (never run again: their conversations are told)."""
 class Instances:
     """This instance among the others on the database: its lease, conversation owners, handoffs, dead peers."""
 
-    def __init__(self, log_: InstanceLog, notifications: Notifications, instance_id: str | None = None) -> None:
-        self.log = log_
+    def __init__(self, shared: InstanceLog, notifications: Notifications) -> None:
+        self.shared = shared
         self.notifications = notifications
-        self.id = instance_id or uuid.uuid4().hex
+        self.id = uuid.uuid4().hex
+        """A new id at each start."""
         self._on_handoff: OnHandoff | None = None
         self._on_death: OnDeath | None = None
         self._incoming: asyncio.Queue[int | None] = asyncio.Queue()
@@ -105,7 +106,7 @@ class Instances:
     async def start(self, on_handoff: OnHandoff, on_death: OnDeath) -> None:
         """Take this instance's lease and listen for handoffs; renew, and watch for dead instances, until ``stop``."""
         self._on_handoff, self._on_death = on_handoff, on_death
-        if not await self.log.take_lease(self.lease, self.id, LEASE_SECONDS):
+        if not await self.shared.take_lease(self.lease, self.id, LEASE_SECONDS):
             raise RuntimeError(f"instance id {self.id} is in use")
         await self.notifications.listen(self.channel, self._heard)
         for name, target in (("instance lease", self._keep_alive), ("handoffs", self._take_handoffs)):
@@ -121,14 +122,14 @@ class Instances:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.notifications.unlisten(self.channel, self._heard)
         with contextlib.suppress(Exception):
-            await self.log.end_lease(self.lease, self.id)
+            await self.shared.end_lease(self.lease, self.id)
 
     async def owner(self, conversation: str) -> str:
         """The instance that handles ``conversation``: its live owner, else this one (which then owns it)."""
-        return await self.log.owner(conversation, self.id)
+        return await self.shared.owner(conversation, self.id)
 
     async def hand_off(self, owner: str, channel: str, kind: str, payload: str) -> int:
-        return await self.log.hand_off(owner, self.id, channel, kind, payload, channel_of(owner))
+        return await self.shared.hand_off(owner, self.id, channel, kind, payload, channel_of(owner))
 
     async def notice_for(self, handoff_id: int) -> str:
         """The owner's notice for a button press handed over (or a plain one, if it does not come in time)."""
@@ -151,7 +152,7 @@ class Instances:
 
         await self.notifications.listen(RELEASED, heard)
         try:
-            while not await self.log.take_lease(name, self.id, LEASE_SECONDS):
+            while not await self.shared.take_lease(name, self.id, LEASE_SECONDS):
                 freed.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(freed.wait(), RENEW_SECONDS)
@@ -160,14 +161,14 @@ class Instances:
             try:
                 while not work.done():
                     await asyncio.wait([work], timeout=RENEW_SECONDS)
-                    if not work.done() and not await self.log.take_lease(name, self.id, LEASE_SECONDS):
+                    if not work.done() and not await self.shared.take_lease(name, self.id, LEASE_SECONDS):
                         raise RuntimeError(f"lost the lease {name} to another instance")
                 await work
             finally:
                 if not work.done():
                     work.cancel()
                     await asyncio.gather(work, return_exceptions=True)
-                await self.log.end_lease(name, self.id)
+                await self.shared.end_lease(name, self.id)
                 await self.notifications.notify(RELEASED, name)
         finally:
             await self.notifications.unlisten(RELEASED, heard)
@@ -177,13 +178,13 @@ class Instances:
     async def _keep_alive(self) -> None:
         """Renew this instance's lease; take over each instance whose lease expired."""
         while True:
-            if not await self.log.take_lease(self.lease, self.id, LEASE_SECONDS):
+            if not await self.shared.take_lease(self.lease, self.id, LEASE_SECONDS):
                 log.error("instance %s: its lease was taken as expired; renewing it", self.id[:8])
-            for dead in await self.log.dead_instances():
+            for dead in await self.shared.dead_instances():
                 if dead != self.id and self._on_death is not None:
                     log.warning("instance %s stopped; instance %s takes over its conversations", dead[:8], self.id[:8])
-                    conversations = await self.log.take_conversations(dead, self.id)
-                    cut = await self.log.take_handoffs(dead, self.id)
+                    conversations = await self.shared.take_conversations(dead, self.id)
+                    cut = await self.shared.take_handoffs(dead, self.id)
                     self._incoming.put_nowait(None)  # those it had not started are this instance's now
                     await self._on_death(dead, conversations, cut)
             await asyncio.sleep(RENEW_SECONDS)
@@ -207,8 +208,8 @@ class Instances:
         self._incoming.put_nowait(None)  # on a restart after a failure: those that came meanwhile
         while True:
             wanted = await self._incoming.get()
-            for handoff_id in [wanted] if wanted is not None else await self.log.waiting_handoffs(self.id):
-                handoff = await self.log.start_handoff(handoff_id, self.id)
+            for handoff_id in [wanted] if wanted is not None else await self.shared.waiting_handoffs(self.id):
+                handoff = await self.shared.start_handoff(handoff_id, self.id)
                 if handoff is not None:
                     task = asyncio.create_task(self._handle(handoff), name=f"handoff:{handoff_id}")
                     self._tasks.add(task)
@@ -222,7 +223,7 @@ class Instances:
                 await self.notifications.notify(channel_of(handoff.origin), f"notice:{handoff.id}:{notice}")
         except Exception:
             log.exception("a %s handed over from instance %s failed", handoff.kind, handoff.origin[:8])
-        await self.log.finish_handoff(handoff.id)
+        await self.shared.finish_handoff(handoff.id)
 
 
 def channel_of(instance: str) -> str:
