@@ -11,10 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
+from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, text
+from sqlalchemy.ext.asyncio import create_async_engine
 from sqlmodel import SQLModel
 from test_acp_server import WLD
 
@@ -110,3 +113,31 @@ def test_a_missing_postgresql_server_skips_with_a_reason_but_fails_where_it_is_r
     assert "no PostgreSQL server at postgresql+asyncpg://postgres@127.0.0.1:9/none" in skipped.stdout
     required = subprocess.run(args, capture_output=True, text=True, env={**env, "WLD_REQUIRE_POSTGRES": "1"}, cwd=tmp_path)
     assert "1 passed, 1 error" in required.stdout and "WLD_REQUIRE_POSTGRES is set but there is no PostgreSQL server" in required.stdout
+
+
+async def test_notes_of_unfinished_messages_written_at_0003_are_kept_by_the_upgrade_to_0004(database_url: str) -> None:
+    """0004 rebuilds the table (its key takes in the conversation): what a 0.3.0 bridge noted is still finished later."""
+    def to_0003_with_a_note(conn: Connection) -> None:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0003")
+        conn.execute(
+            text(
+                "INSERT INTO unfinished_messages (channel, message_id, conversation, text, kind, updated_at)"
+                " VALUES ('telegram', '5', 'telegram:1', 'Working', 'reply', 1.0)"
+            )
+        )
+
+    engine = create_async_engine(database_url)
+    async with engine.begin() as conn:
+        await conn.run_sync(to_0003_with_a_note)
+    await engine.dispose()
+    store = await Store.open(database_url)
+    try:
+        notes = await store.bridge.unfinished_messages("telegram")
+        assert [(n.message_id, n.conversation, n.text, n.kind, n.instance) for n in notes] == [("5", "telegram:1", "Working", "reply", None)]
+        await store.bridge.keep_message("telegram", "5", "telegram:2", "Another chat's message 5", "reply")
+        assert len(await store.bridge.unfinished_messages("telegram")) == 2
+    finally:
+        await store.close()
