@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from acp.connection import StreamEvent
 
     from .acp.client import AgentEndpoint, BridgeClient, Connected
+    from .bridge.instances import Instances
     from .core.logins import WorkspaceLogins
     from .runtimes.acp_agents import ExternalAgents
 
@@ -199,6 +200,13 @@ class InProcessAgent:
             finally:
                 forever.cancel()
                 await conn.close()
+
+
+def bridge_instances(store: Store) -> Instances | None:
+    """``wld bridge`` among the other instances on the same PostgreSQL database; None on SQLite (one instance)."""
+    from .bridge.instances import Instances
+
+    return None if store.instances is None else Instances(store.instances, store.notifier)
 
 
 def agent_endpoints(settings: Settings, session_host: SessionHost) -> dict[str, AgentEndpoint]:

@@ -61,7 +61,7 @@ async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
-    from .app import App, agent_endpoints, open_workspace
+    from .app import App, agent_endpoints, bridge_instances, open_workspace
     from .bridge.runner import NO_CHANNELS, BridgeService, run_bridge
 
     if not settings.channels:  # before anything is created
@@ -71,7 +71,8 @@ async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
     try:
         pages = app.review_pages
         agents = agent_endpoints(settings, app.session_host)
-        service = BridgeService(settings, app.plugins, app.store.bridge, agents, web=pages.server, start_web=pages.base_url)
+        instances = bridge_instances(app.store)
+        service = BridgeService(settings, app.plugins, app.store.bridge, agents, web=pages.server, start_web=pages.base_url, instances=instances)
         if args.workspace:  # browsers too, on the same Session Host and web server
             await open_workspace(app, open_browser=args.open)
         return await run_bridge(service)

@@ -11,10 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
+from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, text
+from sqlalchemy.ext.asyncio import create_async_engine
 from sqlmodel import SQLModel
 from test_acp_server import WLD
 
@@ -79,7 +82,7 @@ async def test_wld_processes_started_at_once_on_a_new_database_all_come_up(wld_d
         assert code == 0, f"{command[1:]} failed: {err}"
     assert [out for _, out, _ in results[:2]] == ["no sessions yet; start one with: wld chat\n"] * 2
     upgrades = sorted(out for _, out, _ in results[2:])
-    assert all(out.startswith(("upgraded from", "already at 0003")) for out in upgrades), upgrades
+    assert all(out.startswith(("upgraded from", "already at 0004")) for out in upgrades), upgrades
 
 
 async def test_wld_db_status_shows_the_current_and_the_newest_version(wld_database: str, wld_home: Path) -> None:
@@ -88,14 +91,14 @@ async def test_wld_db_status_shows_the_current_and_the_newest_version(wld_databa
     lines = out.splitlines()
     assert lines[1:] == [
         "current:  none (an empty database)",
-        "head:     0003 (The schema of release 0.3.0)",
+        "head:     0004 (Several bridge instances on one database)",
         "behind: `wld db upgrade` brings it to head (as every wld command does on start)",
     ]
     assert lines[0].startswith("database: ") and wld_database.split("://")[0] in lines[0]
     assert not (wld_home / "wld.db").exists(), "a status changes nothing"
-    assert await run(WLD, "db", "upgrade") == (0, "upgraded from none (an empty database) to 0003 (The schema of release 0.3.0)\n", "")
+    assert await run(WLD, "db", "upgrade") == (0, "upgraded from none (an empty database) to 0004 (Several bridge instances on one database)\n", "")
     code, out, _ = await run(WLD, "db", "status")
-    assert out.splitlines()[1:] == ["current:  0003 (The schema of release 0.3.0)", "head:     0003 (The schema of release 0.3.0)", "up to date"]
+    assert out.splitlines()[1:] == ["current:  0004 (Several bridge instances on one database)", "head:     0004 (Several bridge instances on one database)", "up to date"]
 
 
 def test_a_missing_postgresql_server_skips_with_a_reason_but_fails_where_it_is_required(tmp_path: Path) -> None:
@@ -110,3 +113,31 @@ def test_a_missing_postgresql_server_skips_with_a_reason_but_fails_where_it_is_r
     assert "no PostgreSQL server at postgresql+asyncpg://postgres@127.0.0.1:9/none" in skipped.stdout
     required = subprocess.run(args, capture_output=True, text=True, env={**env, "WLD_REQUIRE_POSTGRES": "1"}, cwd=tmp_path)
     assert "1 passed, 1 error" in required.stdout and "WLD_REQUIRE_POSTGRES is set but there is no PostgreSQL server" in required.stdout
+
+
+async def test_notes_of_unfinished_messages_written_at_0003_are_kept_by_the_upgrade_to_0004(database_url: str) -> None:
+    """0004 rebuilds the table (its key takes in the conversation): what a 0.3.0 bridge noted is still finished later."""
+    def to_0003_with_a_note(conn: Connection) -> None:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0003")
+        conn.execute(
+            text(
+                "INSERT INTO unfinished_messages (channel, message_id, conversation, text, kind, updated_at)"
+                " VALUES ('telegram', '5', 'telegram:1', 'Working', 'reply', 1.0)"
+            )
+        )
+
+    engine = create_async_engine(database_url)
+    async with engine.begin() as conn:
+        await conn.run_sync(to_0003_with_a_note)
+    await engine.dispose()
+    store = await Store.open(database_url)
+    try:
+        notes = await store.bridge.unfinished_messages("telegram")
+        assert [(n.message_id, n.conversation, n.text, n.kind, n.instance) for n in notes] == [("5", "telegram:1", "Working", "reply", None)]
+        await store.bridge.keep_message("telegram", "5", "telegram:2", "Another chat's message 5", "reply")
+        assert len(await store.bridge.unfinished_messages("telegram")) == 2
+    finally:
+        await store.close()

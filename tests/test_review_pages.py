@@ -149,7 +149,7 @@ async def test_approval_resolves_the_waiter_and_a_restarted_waiter_still_gets_it
     assert await fresh.wait(link.review_id) == outcome
 
 
-async def test_a_decision_made_by_another_process_reaches_the_waiter_by_polling(setup: Setup) -> None:
+async def test_a_decision_made_through_another_hub_on_the_store_reaches_the_waiter(setup: Setup) -> None:
     link = await setup.hub.start(setup.plan.id, setup.session_id)
     other = ReviewHub(setup.app.store, setup.app.plans, static_link_base(""), now=setup.clock)
     waiter = asyncio.create_task(setup.hub.wait(link.review_id, poll=0.05))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import sqlite3
 from pathlib import Path
 
@@ -16,16 +17,17 @@ from runwield_bridge.core.records import PlanRecord, PlanRevisionRecord, ReviewR
 from runwield_bridge.core.store import Store
 from runwield_bridge.core.store.migrate import HEAD
 
-SCHEMA = Path(__file__).parent / "fixtures" / "schema-0.3.0.sql"
+SCHEMA = Path(__file__).parent / "fixtures" / "schema-0.4.0.sql"
 
 
 def schema(path: Path) -> str:
-    """The database's tables and indexes as SQL, but for Alembic's record of the version."""
+    """The database's tables and indexes as SQL, but for Alembic's record of the version (a table name quoted
+    because a migration rebuilt the table reads as it does unquoted)."""
     with sqlite3.connect(path) as db:
         rows = db.execute(
             "select type, name, sql from sqlite_master where sql is not null and name != 'alembic_version' order by type, name"
         ).fetchall()
-    return "\n".join(f"{sql};" for _, _, sql in rows) + "\n"
+    return "\n".join(re.sub(r'^CREATE TABLE "(\w+)"', r"CREATE TABLE \1", f"{sql};") for _, _, sql in rows) + "\n"
 
 
 def version(path: Path) -> list[str]:
@@ -33,7 +35,7 @@ def version(path: Path) -> list[str]:
         return [row[0] for row in db.execute("select version_num from alembic_version")]
 
 
-async def test_a_new_database_has_exactly_the_0_3_0_schema_made_by_the_migrations(tmp_path: Path) -> None:
+async def test_a_new_database_has_exactly_the_0_4_0_schema_made_by_the_migrations(tmp_path: Path) -> None:
     store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}")
     await store.close()
     assert schema(tmp_path / "wld.db") == SCHEMA.read_text(), "the schema changes only through a migration"
@@ -59,6 +61,7 @@ def test_each_table_has_a_record_with_the_same_fields() -> None:
         "bindings": records.Binding,
         "seen_updates": records.SeenUpdate,
         "unfinished_messages": records.UnfinishedMessage,
+        "handoffs": records.Handoff,
         "client_requests": records.ClientRequest,
         "plans": records.PlanRecord,
         "plan_revisions": records.PlanRevisionRecord,
@@ -67,8 +70,8 @@ def test_each_table_has_a_record_with_the_same_fields() -> None:
         "executions": records.ExecutionRecord,
         "execution_steps": records.ExecutionStep,
     }
-    store_own = {"turns", "workspace_logins"}
-    assert set(tables) - set(mirrored) == store_own, "every table but the store's own turn marks and login hashes is handed out"
+    store_own = {"turns", "workspace_logins", "leases", "conversation_owners"}
+    assert set(tables) - set(mirrored) == store_own, "every table but the store's own turn marks, login hashes and leases is handed out"
     for name, record in mirrored.items():
         assert [f.name for f in dataclasses.fields(record)] == list(tables[name].columns.keys()), name
 
@@ -113,3 +116,18 @@ async def test_cost_added_by_writers_beside_each_other_is_never_lost(database_ur
     finally:
         await here.close()
         await there.close()
+
+
+async def test_unfinished_notes_of_two_chats_with_one_message_id_are_kept_apart_and_by_instance(database_url: str) -> None:
+    """Telegram numbers messages per chat: two chats' notes of message 5 are two notes; each instance finds its own."""
+    store = await Store.open(database_url)
+    try:
+        await store.bridge.keep_message("telegram", "5", "telegram:1", "one", "reply")
+        await store.bridge.keep_message("telegram", "5", "telegram:2", "two", "reply", "instance-a")
+        await asyncio.gather(*(store.bridge.keep_message("telegram", "5", "telegram:1", f"one {n}", "reply") for n in range(5)))
+        assert [n.conversation for n in await store.bridge.unfinished_messages("telegram")] == ["telegram:1"]
+        await store.bridge.drop_message("telegram", "5", "telegram:1")
+        assert await store.bridge.unfinished_messages("telegram") == []
+        assert [n.text for n in await store.bridge.unfinished_messages("telegram", "instance-a")] == ["two"], "the other chat's note stays"
+    finally:
+        await store.close()

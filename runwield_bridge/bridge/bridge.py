@@ -38,6 +38,7 @@ from ..channels.unfinished import EXPIRED, Keeper, MemoryMessageLog, MessageLog,
 from .conversations import ConversationState, Replay
 from .dedupe import Deliveries, MemoryUpdateLog, UpdateLog
 from .delivery import deliver
+from .instances import Instances
 from .asking.pending import NOT_OPEN, ChatQuestions
 from .asking.forms import Unsupported
 from .offers import Offers, is_offer, numbered_choice, plan_text
@@ -69,6 +70,7 @@ class Bridge:
         backoff: Backoff = Backoff(),
         updates: UpdateLog | None = None,
         messages: MessageLog | None = None,
+        instances: Instances | None = None,
     ) -> None:
         self.links = {name: AgentLink(name, endpoint, self, start_timeout=start_timeout, backoff=backoff) for name, endpoint in agents.items()}
         self.bindings = bindings
@@ -77,7 +79,10 @@ class Bridge:
         self.routes = list(routes)
         self.messages = messages or MemoryMessageLog()
         """Notes of the messages not finished yet (streaming replies, open questions), durable when it is the store."""
-        self.questions = ChatQuestions(self.messages)
+        self.instances = instances
+        """This instance among several on one PostgreSQL database (None where it runs alone)."""
+        self.instance_id = instances.id if instances else None
+        self.questions = ChatQuestions(self.messages, self.instance_id)
         self.offers = Offers()
         self.background = Background("bridge")
         self._states: dict[str, ConversationState] = {}
@@ -215,15 +220,29 @@ class Bridge:
         earlier run left unfinished are finished: a cut-off reply says it was interrupted, a question that it expired."""
         await finish_left(channel, self.messages)
         for key in await self.bindings.bound_conversations(f"{channel.name}:", BUILTIN_AGENT):
-            if key in self._states:  # a message got there first, and opens the session itself
-                continue
-            state = self._state(channel, Conversation.from_key(key))
-            async with state.lock:
-                try:
-                    await self._restore(state)
-                    await self._ready_session(state)
-                except BridgeError as exc:
-                    log.info("could not reopen %s: %s", key, exc)
+            if self.instances is None or await self.instances.owner(key) == self.instances.id:  # not one another instance handles
+                await self._reopen(channel, key)
+
+    async def take_up(self, channel: Channel, dead: str, keys: Sequence[str]) -> None:
+        """Another instance died: finish the messages it left unfinished in ``channel``, then reopen those of its
+        conversations (now this instance's) that are bound to the built-in Session Host, as at a start; reopening
+        marks the turns it had running interrupted."""
+        await finish_left(channel, self.messages, dead)
+        bound = set(await self.bindings.bound_conversations(f"{channel.name}:", BUILTIN_AGENT))
+        for key in keys:
+            if key in bound:
+                await self._reopen(channel, key)
+
+    async def _reopen(self, channel: Channel, key: str) -> None:
+        if key in self._states:  # a message got there first, and opens the session itself
+            return
+        state = self._state(channel, Conversation.from_key(key))
+        async with state.lock:
+            try:
+                await self._restore(state)
+                await self._ready_session(state)
+            except BridgeError as exc:
+                log.info("could not reopen %s: %s", key, exc)
 
     async def _restore(self, state: ConversationState) -> None:
         """Read the conversation's stored binding, once."""
@@ -464,7 +483,7 @@ class Bridge:
         """The channel's view for a reply, noting its streaming message where the view can (so a crash cannot leave it ``…``)."""
         view = state.channel.open_reply(state.conversation)
         if isinstance(view, StreamingReply):
-            view.keeper = Keeper(self.messages, state.channel.name, "reply")
+            view.keeper = Keeper(self.messages, state.channel.name, "reply", self.instance_id)
         return view
 
     async def _end_aside(self, state: ConversationState) -> None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from ..channels.contract import Channel
 from ..channels.types import ButtonPress, Conversation, IncomingMessage, ModelMenu, Sender
 from .dedupe import Delivery
 from .delivery import deliver
 from .bridge import Bridge
+from .handed_events import message_from, message_json, press_from, press_json
+from .instances import HandoffRecord
 
 
 INTERRUPTED = (
@@ -26,6 +28,7 @@ class ChannelInbox:
         self.bridge = bridge
         self.channel = channel
         self._claiming = asyncio.Lock()
+        self._routing: dict[str, asyncio.Lock] = {}
 
     @contextlib.asynccontextmanager
     async def first_delivery(self, update_id: str, conversation: Conversation, sender: Sender) -> AsyncIterator[bool]:
@@ -51,10 +54,47 @@ class ChannelInbox:
             await self.bridge.deliveries.finish(self.channel.name, update_id)
 
     async def receive_message(self, message: IncomingMessage) -> asyncio.Task[None] | None:
-        return await self.bridge.receive_message(self.channel, message)
+        """Handle the message here, or hand it to the instance that owns its conversation."""
+        async with self._routed(message.conversation) as owner:
+            if owner is None:
+                return await self.bridge.receive_message(self.channel, message)
+            assert self.bridge.instances is not None
+            await self.bridge.instances.hand_off(owner, self.channel.name, "message", await message_json(message))
+            return None
 
     async def receive_press(self, press: ButtonPress) -> str:
-        return self.bridge.receive_press(self.channel, press)
+        """Handle the press here, or hand it to the instance that owns its conversation (and asked its question)."""
+        async with self._routed(press.conversation) as owner:
+            if owner is None:
+                return self.bridge.receive_press(self.channel, press)
+            assert self.bridge.instances is not None
+            handoff = await self.bridge.instances.hand_off(owner, self.channel.name, "press", press_json(press))
+        return await self.bridge.instances.notice_for(handoff)
+
+    async def listen_alone(self, listen: Callable[[], Awaitable[None]]) -> None:
+        if self.bridge.instances is None:
+            await listen()
+        else:
+            await self.bridge.instances.exclusively(f"listen:{self.channel.name}", listen)
+
+    async def take_handoff(self, handoff: HandoffRecord) -> str | None:
+        """An event another instance received for a conversation this one owns, handled as if received here."""
+        if handoff.kind == "press":
+            return self.bridge.receive_press(self.channel, press_from(handoff.payload))
+        await self.bridge.receive_message(self.channel, message_from(handoff.payload))
+        return None
+
+    @contextlib.asynccontextmanager
+    async def _routed(self, conversation: Conversation) -> AsyncIterator[str | None]:
+        """The instance owning the conversation if it is another one (None: handle it here); a conversation's events
+        are routed one at a time, in the order they came."""
+        instances = self.bridge.instances
+        if instances is None:
+            yield None
+            return
+        async with self._routing.setdefault(conversation.key, asyncio.Lock()):
+            owner = await instances.owner(conversation.key)
+            yield None if owner == instances.id else owner
 
     async def new_session(self, conversation: Conversation, agent: str | None = None, cwd: str | None = None) -> str:
         state = await self.bridge.open_state(self.channel, conversation)

@@ -18,7 +18,10 @@ from .bindings import BindingStore
 from .bridge import Bridge
 from ..channels.contract import Channel, ChannelContext, ChannelFactory
 from .dedupe import UpdateLog
-from .inbox import ChannelInbox
+from .delivery import deliver
+from .handed_events import message_from, press_from
+from .inbox import INTERRUPTED, ChannelInbox
+from .instances import HandoffRecord, Instances
 from .links import unreachable_links
 from .routes import parse_routes
 from .supervisor import Backoff, Supervisor
@@ -66,6 +69,7 @@ class BridgeService:
         start_web: Callable[[], Awaitable[object]] | None = None,
         start_timeout: float = 30.0,
         backoff: Backoff = Backoff(),
+        instances: Instances | None = None,
     ) -> None:
         self.web = web or WebServer(settings.web)
         self._start_web = start_web or self.web.start
@@ -80,15 +84,22 @@ class BridgeService:
             backoff=backoff,
             updates=store,
             messages=store,
+            instances=instances,
         )
+        self.instances = instances
+        """This instance among others on one PostgreSQL database; None where it runs alone."""
+        self.inboxes: dict[str, ChannelInbox] = {}
         self.supervisors: list[Supervisor] = []
         self.listeners: list[asyncio.Task[None]] = []
         """The channels' supervised listeners; one ends only when its channel is done (the terminal's person left)."""
 
     async def start(self) -> None:
         inboxes = [(channel, ChannelInbox(self.bridge, channel)) for channel in self.channels]
+        self.inboxes = {channel.name: inbox for channel, inbox in inboxes}
         if warning := unreachable_links(self.web.config, self.channels):
             log.warning(warning)
+        if self.instances is not None:
+            await self.instances.start(self._take_handoff, self._take_up)
         if self._needs_web:
             await self._start_web()
         for channel, inbox in inboxes:
@@ -107,10 +118,26 @@ class BridgeService:
                 return True
         return False
 
+    async def _take_handoff(self, handoff: HandoffRecord) -> str | None:
+        return await self.inboxes[handoff.channel].take_handoff(handoff)
+
+    async def _take_up(self, dead: str, conversations: list[str], cut: list[HandoffRecord]) -> None:
+        """Another instance died: its conversations go on here; what it was handed and had not finished is not run
+        again (as for an update a crash cut short, dedupe.py), its conversation is told."""
+        for channel in self.channels:
+            await self.bridge.take_up(channel, dead, [key for key in conversations if key.startswith(f"{channel.name}:")])
+        for handoff in cut:
+            inbox = self.inboxes.get(handoff.channel)
+            event = message_from(handoff.payload) if handoff.kind == "message" else press_from(handoff.payload)
+            if inbox is not None and inbox.allows(event.sender, event.conversation):
+                await deliver(inbox.channel, event.conversation, INTERRUPTED)
+
     async def stop(self) -> None:
         for supervisor in self.supervisors:
             await supervisor.stop()
         await self.bridge.close()
+        if self.instances is not None:
+            await self.instances.stop()
         for channel in self.channels:
             await channel.close()
         await self.web.stop()

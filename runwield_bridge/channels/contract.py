@@ -42,6 +42,10 @@ class Inbox(Protocol):
     async def receive_message(self, message: IncomingMessage) -> asyncio.Task[None] | None:
         """Handle a message; returns the turn it started, if any, without waiting for it."""
 
+    async def listen_alone(self, listen: Callable[[], Awaitable[None]]) -> None:
+        """Run ``listen``, a listener the platform lets only one client run at a time (Telegram's long polling), while
+        no other instance of the bridge on the same database runs it: at once where the bridge runs alone."""
+
     async def receive_press(self, press: ButtonPress) -> str:
         """Handle a button press; returns a short notice for the person who pressed."""
 

@@ -35,11 +35,13 @@ class UnfinishedRecord(Protocol):
 class MessageLog(Protocol):
     """Where unfinished messages are noted; ``runwield_bridge.core.store.Store`` is one."""
 
-    async def keep_message(self, channel: str, message_id: str, conversation: str, text: str, kind: str) -> None: ...
+    async def keep_message(self, channel: str, message_id: str, conversation: str, text: str, kind: str, instance: str | None = None) -> None:
+        """Note a message ``instance`` shows (None where one instance runs: SQLite, ``wld chat``)."""
 
-    async def drop_message(self, channel: str, message_id: str) -> None: ...
+    async def drop_message(self, channel: str, message_id: str, conversation: str) -> None: ...
 
-    async def unfinished_messages(self, channel: str) -> list[UnfinishedRecord]: ...  # type: ignore[empty-body]
+    async def unfinished_messages(self, channel: str, instance: str | None = None) -> list[UnfinishedRecord]:  # type: ignore[empty-body]
+        """The channel's messages ``instance`` noted and has not finished."""
 
 
 @dataclass
@@ -48,22 +50,23 @@ class _Note:
     conversation: str
     text: str
     kind: str
+    instance: str | None = None
 
 
 class MemoryMessageLog:
     """Notes that last as long as the process (``wld chat``: nothing outlives it to be finished)."""
 
     def __init__(self) -> None:
-        self._notes: dict[tuple[str, str], _Note] = {}
+        self._notes: dict[tuple[str, str, str], _Note] = {}
 
-    async def keep_message(self, channel: str, message_id: str, conversation: str, text: str, kind: str) -> None:
-        self._notes[(channel, message_id)] = _Note(message_id, conversation, text, kind)
+    async def keep_message(self, channel: str, message_id: str, conversation: str, text: str, kind: str, instance: str | None = None) -> None:
+        self._notes[(channel, message_id, conversation)] = _Note(message_id, conversation, text, kind, instance)
 
-    async def drop_message(self, channel: str, message_id: str) -> None:
-        self._notes.pop((channel, message_id), None)
+    async def drop_message(self, channel: str, message_id: str, conversation: str) -> None:
+        self._notes.pop((channel, message_id, conversation), None)
 
-    async def unfinished_messages(self, channel: str) -> list[UnfinishedRecord]:
-        return [note for (name, _), note in self._notes.items() if name == channel]
+    async def unfinished_messages(self, channel: str, instance: str | None = None) -> list[UnfinishedRecord]:
+        return [note for (name, _, _), note in self._notes.items() if name == channel and note.instance == instance]
 
 
 @dataclass(frozen=True)
@@ -73,34 +76,36 @@ class Keeper:
     messages: MessageLog
     channel: str
     kind: Kind
+    instance: str | None = None
 
     async def kept(self, ref: MessageRef, text: str) -> None:
         """Note the message as it reads now (a reply: without its streaming cursor)."""
         try:
-            await self.messages.keep_message(self.channel, ref.id, ref.conversation.key, text, self.kind)
+            await self.messages.keep_message(self.channel, ref.id, ref.conversation.key, text, self.kind, self.instance)
         except Exception as exc:
             log.warning("could not note an unfinished message in %s: %s", ref.conversation.key, exc)
 
     async def done(self, ref: MessageRef) -> None:
         try:
-            await self.messages.drop_message(self.channel, ref.id)
+            await self.messages.drop_message(self.channel, ref.id, ref.conversation.key)
         except Exception as exc:
             log.warning("could not note a finished message in %s: %s", ref.conversation.key, exc)
 
 
-async def finish_left(channel: Channel, messages: MessageLog, retries: Sequence[float] = RETRIES) -> None:
-    """Finish the messages an earlier run left unfinished in ``channel``; what the platform refuses (a channel still
-    starting) is tried again after each of ``retries`` seconds, then left for the next start."""
+async def finish_left(channel: Channel, messages: MessageLog, instance: str | None = None, retries: Sequence[float] = RETRIES) -> None:
+    """Finish the messages an earlier run (or ``instance``, which stopped) left unfinished in ``channel``; what the
+    platform refuses (a channel still starting) is tried again after each of ``retries`` seconds, then left for the
+    next start."""
     for delay in (*retries, None):
         left = 0
-        for note in await messages.unfinished_messages(channel.name):
+        for note in await messages.unfinished_messages(channel.name, instance):
             ref = MessageRef(Conversation.from_key(note.conversation), note.message_id)
             if note.kind == "question":
                 finished = await mark_expired(channel, ref, note.text)
             else:
                 finished = await _edit(channel, ref, f"{note.text} {INTERRUPTED_MARK}")
             if finished:
-                await messages.drop_message(channel.name, note.message_id)
+                await messages.drop_message(channel.name, note.message_id, note.conversation)
             else:
                 left += 1
         if not left or delay is None:

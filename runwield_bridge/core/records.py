@@ -76,6 +76,22 @@ class UnfinishedMessage:
     kind: str
     """``reply`` or ``question``."""
     updated_at: float = field(default_factory=time.time)
+    instance: str | None = None
+    """The ``wld bridge`` instance showing it (PostgreSQL); None on SQLite."""
+
+
+@RECORD
+class Handoff:
+    """A platform event one ``wld bridge`` instance received for a conversation another one owns."""
+
+    id: int | None
+    instance: str
+    origin: str
+    channel: str
+    kind: str
+    payload: str
+    started: bool = False
+    created_at: float = field(default_factory=time.time)
 
 
 @RECORD

@@ -25,6 +25,9 @@ LINK_NOT_KEPT = "(the link was sent earlier and is not kept; send /plan-review t
 _STORED_LINK = re.compile(rf"\S+{re.escape(REVIEW_PATH)}[A-Za-z0-9_-]+")
 DEFAULT_REVIEW_TTL = 24 * 3600.0
 WAIT_POLL_SECONDS = 1.0
+"""Where notifications stay in one process (SQLite), how often a waiter looks for a decision made by another."""
+DECISIONS = "wld_review_decisions"
+"""The notification channel a decided review's id is sent on."""
 TOKEN_BYTES = 32
 
 LinkBase = Callable[[], Awaitable[str]]
@@ -150,7 +153,6 @@ class ReviewHub:
         self.link_base = link_base
         self.ttl = ttl
         self.now = now
-        self._waiters: dict[str, set[asyncio.Future[ReviewOutcome]]] = {}
         self._links: dict[str, ReviewLink] = {}  # tokens are stored hashed, so only this process can show its links again
 
     async def start(self, plan_id: str, session_id: str | None = None) -> ReviewLink:
@@ -208,20 +210,28 @@ class ReviewHub:
         return await self._decide(token, "changes_requested", feedback)
 
     async def wait(self, review_id: str, poll: float = WAIT_POLL_SECONDS) -> ReviewOutcome:
-        """The review's outcome: at once if already stored, else when decided (here or in another process) or expired."""
-        future: asyncio.Future[ReviewOutcome] = asyncio.get_running_loop().create_future()
-        waiters = self._waiters.setdefault(review_id, set())
-        waiters.add(future)
+        """The review's outcome: at once if already stored, else when decided (here or in another process: woken by
+        the store's notifier, which on SQLite stays in this process, so another process's decision is looked for
+        every ``poll`` seconds) or expired."""
+        woken = asyncio.Event()
+
+        def wake(payload: str | None) -> None:
+            if payload in (None, review_id):  # None: notifications may have been missed
+                woken.set()
+
+        notifier = self.store.notifier
+        await notifier.listen(DECISIONS, wake)
         try:
             while True:
-                if outcome := await self._stored_outcome(review_id):
+                woken.clear()  # before reading: a decision stored after the read wakes this wait
+                outcome, expires_at = await self._stored_outcome(review_id)
+                if outcome is not None:
                     return outcome
+                timeout = max(0.0, expires_at - self.now()) if notifier.shared else min(poll, max(0.0, expires_at - self.now()))
                 with contextlib.suppress(TimeoutError):
-                    return await asyncio.wait_for(asyncio.shield(future), poll)
+                    await asyncio.wait_for(woken.wait(), timeout)
         finally:
-            waiters.discard(future)
-            if not waiters:
-                self._waiters.pop(review_id, None)
+            await notifier.unlisten(DECISIONS, wake)
 
     async def _decide(self, token: str, state: OutcomeState, feedback: Feedback) -> ReviewOutcome:
         review = (await self.resolve(token)).review
@@ -229,19 +239,19 @@ class ReviewHub:
         if not await self.store.reviews.settle_review(review.id, state, feedback.to_json(), plan_changes):
             await self.resolve(token)  # it closed in between: refuse with the reason
             raise ReviewRefused("decided", "This review was closed while you were reading it.")
-        outcome = ReviewOutcome(review.id, review.plan_id, review.revision, state, feedback)
-        for future in self._waiters.get(review.id, ()):
-            if not future.done():
-                future.set_result(outcome)
-        return outcome
+        await self.store.notifier.notify(DECISIONS, review.id)
+        return ReviewOutcome(review.id, review.plan_id, review.revision, state, feedback)
 
-    async def _stored_outcome(self, review_id: str) -> ReviewOutcome | None:
+    async def _stored_outcome(self, review_id: str) -> tuple[ReviewOutcome | None, float]:
+        """The review's outcome if it has one (an open review past its time is first settled as expired), and when
+        it expires."""
         review = await self.store.reviews.get_review(review_id)
         if review is None:
             raise LookupError(f"no review with id {review_id!r}")
         if review.state == "open":
             if self.now() < review.expires_at:
-                return None
+                return None, review.expires_at
             await self.store.reviews.settle_review(review.id, "expired", "{}", {"state": "draft"})
             review = await self.store.reviews.get_review(review_id)
-        return ReviewOutcome(review.id, review.plan_id, review.revision, review.state, Feedback.from_json(review.feedback))
+        outcome = ReviewOutcome(review.id, review.plan_id, review.revision, review.state, Feedback.from_json(review.feedback))
+        return outcome, review.expires_at

@@ -92,11 +92,13 @@ class _Pending:
 class ChatQuestions:
     """Open questions, found by button token or by conversation (the oldest one claims typed text)."""
 
-    def __init__(self, messages: MessageLog | None = None) -> None:
+    def __init__(self, messages: MessageLog | None = None, instance: str | None = None) -> None:
         self._by_token: dict[str, _Pending] = {}
         self._by_conversation: dict[str, list[_Pending]] = {}
         self.messages = messages or MemoryMessageLog()
         """Where open questions' messages are noted, so a bridge starting after a crash can mark them expired."""
+        self.instance = instance
+        """The ``wld bridge`` instance asking (None where only one runs)."""
 
     async def ask(self, channel: Channel, conversation: Conversation, question: ChatQuestion, timeout: float) -> Answer:
         """Show the question and wait for its answer, at most ``timeout`` seconds."""
@@ -111,7 +113,7 @@ class ChatQuestions:
             shown = _buttons(pending)
             pending.message = await deliver(channel, conversation, render(question, buttons), shown)
             if shown:
-                keeper = Keeper(self.messages, channel.name, "question")
+                keeper = Keeper(self.messages, channel.name, "question", self.instance)
                 await keeper.kept(pending.message, render(question, buttons))
             try:
                 answer = await asyncio.wait_for(asyncio.shield(pending.future), timeout)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import hmac
 import logging
 import re
-import secrets
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
@@ -76,7 +77,7 @@ class TelegramChannel:
         self.background = Background("telegram")
         self._inbox: Inbox | None = None
         self._me: BotIdentity | None = None
-        self._secret = settings.webhook_secret or secrets.token_urlsafe(32)
+        self._secret = settings.webhook_secret or webhook_secret(settings.token)
         keep_secret(self._secret)  # PTB logs setWebhook's parameters at DEBUG
         if settings.mode == "webhook":
             self.web.add_route("POST", settings.webhook_path, self._webhook)
@@ -94,8 +95,8 @@ class TelegramChannel:
         await self._offer_commands()
         self._inbox = inbox
         try:
-            if self.settings.mode == "polling":
-                await self._poll()
+            if self.settings.mode == "polling":  # Telegram answers one poller per bot: one instance polls at a time
+                await inbox.listen_alone(self._poll)
             else:
                 with refusals(self.name, "web.public_url"):  # Telegram refuses a webhook URL it cannot use (not HTTPS, say)
                     await self.bot.set_webhook(
@@ -217,6 +218,13 @@ class TelegramChannel:
             if not any(reason in exc.message.lower() for reason in _FALLBACK_TO_PLAIN):
                 raise
             return await _rate_limited(method(text=text, **common))
+
+
+def webhook_secret(token: str) -> str:
+    """The secret Telegram sends with each webhook update when none is configured: made from the bot's token, so
+    every instance sharing the bot (and its webhook) expects the same one, and nobody without the token can guess it."""
+    digest = hmac.new(token.encode(), b"wld telegram webhook secret", hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
 async def _rate_limited(call: Awaitable[Any]) -> Any:

@@ -26,7 +26,9 @@ from ..records import (
 from .base import Conflict
 from .bridge import BridgeStateRepository
 from .executions import ExecutionRepository
+from .instances import InstanceRepository
 from .locks import AdvisoryLock
+from .notifier import LocalNotifier, Notifier, PostgresNotifier
 from .migrate import upgrade
 from .pool_log import install as quiet_cancelled_checkins
 from .plans import PlanRepository
@@ -41,6 +43,7 @@ __all__ = [
     "Entry",
     "ExecutionRecord",
     "ExecutionStep",
+    "Notifier",
     "PlanRecord",
     "PlanRevisionRecord",
     "PlanSessionLink",
@@ -59,7 +62,8 @@ class Store:
     """The database (SQLite in WAL mode unless the URL names another, PostgreSQL say) and its repositories: ``sessions``
     (with transcripts and turns), ``plans``, ``reviews``, ``executions``, ``bridge`` (bindings, update claims and
     unfinished chat messages) and ``workspace`` (client request ids, Workspace logins); and the writer locks that go
-    with it."""
+    with it. On PostgreSQL also ``instances`` (leases, conversation owners and handoffs between ``wld bridge``
+    instances); ``notifier`` wakes waiters in other processes there (``LISTEN/NOTIFY``), else in this one."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -69,9 +73,13 @@ class Store:
         if url.startswith("sqlite"):
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
         self.lock_engine: AsyncEngine | None = None
+        self.instances: InstanceRepository | None = None
+        self.notifier: Notifier = LocalNotifier()
         if self.engine.dialect.name == "postgresql":
             # Each held writer lock keeps a connection of its own: a pool apart, so many turns never starve the queries.
             self.lock_engine = create_async_engine(url, isolation_level="AUTOCOMMIT", max_overflow=-1, hide_parameters=True)
+            self.instances = InstanceRepository(self.engine)
+            self.notifier = PostgresNotifier(url, self.engine)
         connect = async_sessionmaker(self.engine, class_=AsyncSession, expire_on_commit=False)
         self.sessions = SessionRepository(connect, self.engine)
         self.plans = PlanRepository(connect)
@@ -103,6 +111,7 @@ class Store:
         return lambda name: AdvisoryLock(engine, name)
 
     async def close(self) -> None:
+        await self.notifier.close()
         await self.engine.dispose()
         if self.lock_engine is not None:
             await self.lock_engine.dispose()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 
 from sqlalchemy import delete
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import col, select, update
 
 from ..records import Binding, SeenUpdate, UnfinishedMessage
@@ -60,21 +62,31 @@ class BridgeStateRepository(Repository):
             await db.exec(delete(SeenUpdateRow).where(col(SeenUpdateRow.claimed_at) < claimed_before))
             await db.commit()
 
-    async def keep_message(self, channel: str, message_id: str, conversation: str, text: str, kind: str) -> None:
-        """Note (or update) a message that is not finished yet."""
+    async def keep_message(self, channel: str, message_id: str, conversation: str, text: str, kind: str, instance: str | None = None) -> None:
+        """Note (or update) a message that is not finished yet, shown by ``instance`` (None on SQLite)."""
+        values = {"channel": channel, "message_id": message_id, "conversation": conversation, "text": text, "kind": kind, "instance": instance}
         async with self._db() as db:
-            await db.merge(UnfinishedMessageRow(channel=channel, message_id=message_id, conversation=conversation, text=text, kind=kind))
+            insert = postgresql_insert if (await db.connection()).dialect.name == "postgresql" else sqlite_insert
+            statement = insert(UnfinishedMessageRow).values(**values, updated_at=time.time())
+            changed = {name: statement.excluded[name] for name in ("text", "kind", "instance", "updated_at")}
+            # one statement, so two notes of one message at once (a streaming reply's edits) never collide
+            await db.exec(statement.on_conflict_do_update(index_elements=["channel", "message_id", "conversation"], set_=changed))
             await db.commit()
 
-    async def drop_message(self, channel: str, message_id: str) -> None:
+    async def drop_message(self, channel: str, message_id: str, conversation: str) -> None:
         """The message is finished."""
-        query = delete(UnfinishedMessageRow).where(col(UnfinishedMessageRow.channel) == channel, col(UnfinishedMessageRow.message_id) == message_id)
+        query = delete(UnfinishedMessageRow).where(
+            col(UnfinishedMessageRow.channel) == channel,
+            col(UnfinishedMessageRow.message_id) == message_id,
+            col(UnfinishedMessageRow.conversation) == conversation,
+        )
         async with self._db() as db:
             await db.exec(query)
             await db.commit()
 
-    async def unfinished_messages(self, channel: str) -> list[UnfinishedMessage]:
-        """A channel's messages that were not finished, oldest first."""
-        query = select(UnfinishedMessageRow).where(col(UnfinishedMessageRow.channel) == channel).order_by(col(UnfinishedMessageRow.updated_at))
+    async def unfinished_messages(self, channel: str, instance: str | None = None) -> list[UnfinishedMessage]:
+        """A channel's messages that ``instance`` (None: no instance, as on SQLite) did not finish, oldest first."""
+        shown_by = col(UnfinishedMessageRow.instance).is_(None) if instance is None else col(UnfinishedMessageRow.instance) == instance
+        query = select(UnfinishedMessageRow).where(col(UnfinishedMessageRow.channel) == channel, shown_by).order_by(col(UnfinishedMessageRow.updated_at))
         async with self._db() as db:
             return [frozen(UnfinishedMessage, row) for row in (await db.exec(query)).all()]

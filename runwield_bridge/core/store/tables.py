@@ -169,11 +169,14 @@ class UnfinishedMessageRow(SQLModel, table=True):
     __tablename__ = "unfinished_messages"
     channel: str = Field(primary_key=True)
     message_id: str = Field(primary_key=True)
-    conversation: str
+    conversation: str = Field(primary_key=True)
+    """Part of the key: a message id may be unique only in its conversation (Telegram's are per chat)."""
     text: str
     kind: str
     """``reply`` or ``question``."""
     updated_at: float = Field(default_factory=time.time)
+    instance: str | None = None
+    """The ``wld bridge`` instance showing it (PostgreSQL); None on SQLite, where one instance runs."""
 
 
 class ClientRequestRow(SQLModel, table=True):
@@ -198,3 +201,39 @@ class WorkspaceLoginRow(SQLModel, table=True):
     used: bool = False
     created_at: float = Field(default_factory=time.time)
 
+
+
+class LeaseRow(SQLModel, table=True):
+    """A name held by one ``wld bridge`` instance until ``expires_at`` (the database's clock) unless renewed: an
+    instance's own liveness (``instance:ID``) and a listener only one instance may run (``listen:telegram``)."""
+
+    __tablename__ = "leases"
+    name: str = Field(primary_key=True)
+    owner: str
+    expires_at: float
+
+
+class ConversationOwnerRow(SQLModel, table=True):
+    """The instance a conversation's events are handled on, for as long as that instance's lease lives."""
+
+    __tablename__ = "conversation_owners"
+    conversation: str = Field(primary_key=True)
+    instance: str = Field(index=True)
+
+
+class HandoffRow(SQLModel, table=True):
+    """A platform event one instance received for a conversation another instance owns, handed to the owner."""
+
+    __tablename__ = "handoffs"
+    id: int | None = Field(default=None, primary_key=True)
+    instance: str = Field(index=True)
+    """The owner it is for."""
+    origin: str
+    """The instance that received it (and waits for a button press's notice)."""
+    channel: str
+    kind: str
+    """``message`` or ``press``."""
+    payload: str
+    """The event as JSON."""
+    started: bool = False
+    created_at: float = Field(default_factory=time.time)
