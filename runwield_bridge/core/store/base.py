@@ -6,11 +6,13 @@ import time
 from dataclasses import asdict, fields
 from typing import Any, TypeVar
 
+from sqlalchemy import Column, Connection, Table, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import SQLModel, col, update
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from .database import Database
 from .tables import PlanSessionRow, ReviewRow
 
 R = TypeVar("R")
@@ -24,16 +26,24 @@ class Conflict(RuntimeError):
 
 
 class Repository:
-    """One aggregate's tables; every method is its own transaction."""
+    """One aggregate's tables; every method is its own transaction. ``_db`` opens an ORM unit of work; ``_database``
+    runs plain statements in one hand-off to the driver (what a turn's hot path uses)."""
 
-    def __init__(self, connect: Connect) -> None:
+    def __init__(self, connect: Connect, database: Database) -> None:
         self._db = connect
+        self._database = database
 
     async def _get(self, record_type: type[R], row_type: type[SQLModel], key: Any) -> R | None:
-        """The record of the row with this primary key, if there is one."""
-        async with self._db() as db:
-            row = await db.get(row_type, key)
-            return None if row is None else frozen(record_type, row)
+        """The record of the row with this primary key (a tuple for a key of several columns), if there is one."""
+        table = row_type.__table__  # type: ignore[attr-defined]
+        keys = key if isinstance(key, tuple) else (key,)
+        query = select(*record_columns(record_type, table)).where(*(c == k for c, k in zip(table.primary_key.columns, keys, strict=True)))
+
+        def read(conn: Connection) -> R | None:
+            row = conn.execute(query).mappings().first()
+            return None if row is None else record_type(**row)
+
+        return await self._database.read(read)
 
     async def _insert_new(self, row: SQLModel) -> bool:
         """Insert ``row`` unless a row with its key exists (then nothing is written); whether it was inserted."""
@@ -48,10 +58,17 @@ class Repository:
 
     async def _all(self, record_type: type[R], query: Any) -> list[R]:
         """The records of the rows a query selects, read as plain rows (no ORM objects: some run on every turn)."""
-        async with self._db() as db:
-            conn = await db.connection()
-            names = [f.name for f in fields(record_type)]  # type: ignore[arg-type]
-            return [record_type(**{name: row[name] for name in names}) for row in (await conn.execute(query)).mappings()]
+        names = [f.name for f in fields(record_type)]  # type: ignore[arg-type]
+
+        def read(conn: Connection) -> list[R]:
+            return [record_type(**{name: row[name] for name in names}) for row in conn.execute(query).mappings()]
+
+        return await self._database.read(read)
+
+
+def record_columns(record_type: type[Any], table: Table) -> list[Column[Any]]:
+    """The columns of ``table`` that make up ``record_type``, in its field order."""
+    return [table.c[f.name] for f in fields(record_type)]
 
 
 def frozen(record_type: type[R], row: SQLModel) -> R:
