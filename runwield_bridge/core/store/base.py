@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import asdict, fields
 from typing import Any, TypeVar
 
-from sqlalchemy import Column, Connection, Table, select
+from sqlalchemy import Connection, Select, bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import SQLModel, col, update
@@ -35,12 +36,12 @@ class Repository:
 
     async def _get(self, record_type: type[R], row_type: type[SQLModel], key: Any) -> R | None:
         """The record of the row with this primary key (a tuple for a key of several columns), if there is one."""
-        table = row_type.__table__  # type: ignore[attr-defined]
         keys = key if isinstance(key, tuple) else (key,)
-        query = select(*record_columns(record_type, table)).where(*(c == k for c, k in zip(table.primary_key.columns, keys, strict=True)))
+        params = {f"key{i}": value for i, value in enumerate(keys)}
+        query = _by_key(record_type, row_type)
 
         def read(conn: Connection) -> R | None:
-            row = conn.execute(query).mappings().first()
+            row = conn.execute(query, params).mappings().first()
             return None if row is None else record_type(**row)
 
         return await self._database.read(read)
@@ -56,19 +57,23 @@ class Repository:
                 await db.rollback()
                 return False
 
-    async def _all(self, record_type: type[R], query: Any) -> list[R]:
-        """The records of the rows a query selects, read as plain rows (no ORM objects: some run on every turn)."""
+    async def _all(self, record_type: type[R], query: Any, params: dict[str, Any] | None = None) -> list[R]:
+        """The records of the rows a query selects (with its ``params``), read as plain rows (no ORM objects: some
+        run on every turn)."""
         names = [f.name for f in fields(record_type)]  # type: ignore[arg-type]
 
         def read(conn: Connection) -> list[R]:
-            return [record_type(**{name: row[name] for name in names}) for row in conn.execute(query).mappings()]
+            return [record_type(**{name: row[name] for name in names}) for row in conn.execute(query, params).mappings()]
 
         return await self._database.read(read)
 
 
-def record_columns(record_type: type[Any], table: Table) -> list[Column[Any]]:
-    """The columns of ``table`` that make up ``record_type``, in its field order."""
-    return [table.c[f.name] for f in fields(record_type)]
+@functools.cache
+def _by_key(record_type: type[Any], row_type: type[SQLModel]) -> Select[Any]:
+    """The query of a record by its row's primary key (parameters ``key0``, ``key1``, ...), built once."""
+    table = row_type.__table__  # type: ignore[attr-defined]
+    columns = [table.c[f.name] for f in fields(record_type)]
+    return select(*columns).where(*(c == bindparam(f"key{i}") for i, c in enumerate(table.primary_key.columns)))
 
 
 def frozen(record_type: type[R], row: SQLModel) -> R:

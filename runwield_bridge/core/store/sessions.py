@@ -11,7 +11,7 @@ import uuid
 from dataclasses import fields
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, and_, func, insert, or_, select, update
+from sqlalchemy import Connection, RowMapping, and_, bindparam, func, insert, or_, select, update
 
 from ..records import SessionRecord, TranscriptEntry
 from .base import Repository
@@ -25,6 +25,23 @@ TRANSCRIPT = TranscriptRow.__table__
 TURNS = TurnRow.__table__
 SESSION_COLUMNS = [SESSIONS.c[f.name] for f in fields(SessionRecord)]
 ENTRY_COLUMNS = [TRANSCRIPT.c[f.name] for f in fields(TranscriptEntry)]
+# The statements of a turn, built once (building one costs more than running it on SQLite).
+GET_SESSION = select(*SESSION_COLUMNS).where(SESSIONS.c.id == bindparam("session_id"))
+ENTRIES_AFTER = (
+    select(*ENTRY_COLUMNS)
+    .where(TRANSCRIPT.c.session_id == bindparam("session_id"), TRANSCRIPT.c.id > bindparam("after"))
+    .order_by(TRANSCRIPT.c.id)
+)
+ADD_ENTRIES = insert(TRANSCRIPT)
+START_TURN = insert(TURNS)
+SETTLE_TURN = (
+    update(TURNS)
+    .where(TURNS.c.id == bindparam("turn_id"))
+    .values(state="settled", stop_reason=bindparam("stop_reason"), ended_at=bindparam("now"))
+)
+RUNNING = [TURNS.c.session_id == bindparam("of_session"), TURNS.c.state == "running"]
+INTERRUPT_ALL = update(TURNS).where(*RUNNING).values(state="interrupted", ended_at=bindparam("now")).returning(TURNS.c.id)
+INTERRUPT_SOME = INTERRUPT_ALL.where(TURNS.c.id.in_(bindparam("turn_ids", expanding=True)))
 
 
 def new_session_id() -> str:
@@ -41,10 +58,8 @@ class SessionRepository(Repository):
         return record
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
-        query = select(*SESSION_COLUMNS).where(SESSIONS.c.id == session_id)
-
         def read(conn: Connection) -> SessionRecord | None:
-            row = conn.execute(query).mappings().first()
+            row = conn.execute(GET_SESSION, {"session_id": session_id}).mappings().first()
             return None if row is None else _session(row)
 
         return await self._database.read(read)
@@ -86,7 +101,7 @@ class SessionRepository(Repository):
 
         def write(conn: Connection) -> SessionRecord | None:
             _interrupt(conn, session_id, None, interrupted)
-            conn.execute(insert(TURNS).values(id=turn_id, session_id=session_id, state="running", started_at=time.time()))
+            conn.execute(START_TURN, {"id": turn_id, "session_id": session_id, "state": "running", "started_at": time.time()})
             return _append(conn, session_id, entries, changes)
 
         return await self._database.write(write)
@@ -97,8 +112,7 @@ class SessionRepository(Repository):
         """Settle a turn with its last entries and Session changes, in one transaction."""
 
         def write(conn: Connection) -> SessionRecord | None:
-            settle = update(TURNS).where(TURNS.c.id == turn_id).values(state="settled", stop_reason=stop_reason, ended_at=time.time())
-            conn.execute(settle)
+            conn.execute(SETTLE_TURN, {"turn_id": turn_id, "stop_reason": stop_reason, "now": time.time()})
             return _append(conn, session_id, entries, changes)
 
         return await self._database.write(write)
@@ -114,12 +128,8 @@ class SessionRepository(Repository):
 
     async def transcript(self, session_id: str, after: int = 0) -> list[TranscriptEntry]:
         """The Session's transcript, oldest first; ``after`` skips entries up to that id."""
-        query = (
-            select(*ENTRY_COLUMNS)
-            .where(TRANSCRIPT.c.session_id == session_id, TRANSCRIPT.c.id > after)
-            .order_by(TRANSCRIPT.c.id)
-        )
-        return await self._database.read(lambda conn: [TranscriptEntry(**row) for row in conn.execute(query).mappings()])
+        params = {"session_id": session_id, "after": after}
+        return await self._database.read(lambda conn: [TranscriptEntry(**row) for row in conn.execute(ENTRIES_AFTER, params).mappings()])
 
     async def revision(self, session_id: str) -> int:
         """The Session's transcript revision: the id of its latest entry (0 before the first); it only grows."""
@@ -140,7 +150,7 @@ def _append(conn: Connection, session_id: str, entries: list[Entry], changes: di
     if entries:
         now = time.time()
         rows = [{"session_id": session_id, "kind": kind, "text": text, "data": json.dumps(data), "created_at": now} for kind, text, data in entries]
-        conn.execute(insert(TRANSCRIPT), rows)
+        conn.execute(ADD_ENTRIES, rows)
     return _changed(conn, session_id, changes) if changes else None
 
 
@@ -161,10 +171,10 @@ def _changed(conn: Connection, session_id: str, changes: dict[str, Any]) -> Sess
 def _interrupt(conn: Connection, session_id: str, turn_ids: list[str] | None, entry: Entry) -> None:
     """Mark the Session's running turns (those of ``turn_ids`` when given) interrupted in one statement, so two
     processes never mark a turn twice, and add ``entry``, with the turn's id, for each."""
-    condition = [TURNS.c.session_id == session_id, TURNS.c.state == "running"]
+    params: dict[str, Any] = {"of_session": session_id, "now": time.time()}
     if turn_ids is not None:
-        condition.append(TURNS.c.id.in_(turn_ids))
-    marked = conn.execute(update(TURNS).where(*condition).values(state="interrupted", ended_at=time.time()).returning(TURNS.c.id))
+        params["turn_ids"] = turn_ids
+    marked = conn.execute(INTERRUPT_ALL if turn_ids is None else INTERRUPT_SOME, params)
     kind, text, data = entry
     stamped = [(kind, text, {**data, "turn": turn_id}) for turn_id in sorted(marked.scalars().all())]
     _append(conn, session_id, stamped, {})
