@@ -42,6 +42,11 @@ SETTLE_TURN = (
 RUNNING = [TURNS.c.session_id == bindparam("of_session"), TURNS.c.state == "running"]
 INTERRUPT_ALL = update(TURNS).where(*RUNNING).values(state="interrupted", ended_at=bindparam("now")).returning(TURNS.c.id)
 INTERRUPT_SOME = INTERRUPT_ALL.where(TURNS.c.id.in_(bindparam("turn_ids", expanding=True)))
+TITLE_UNTITLED = (
+    update(SESSIONS)
+    .where(SESSIONS.c.id == bindparam("of_session"), SESSIONS.c.title == "")
+    .values(title=bindparam("title"), updated_at=bindparam("now"))
+)
 
 
 def new_session_id() -> str:
@@ -93,16 +98,23 @@ class SessionRepository(Repository):
         return await self._database.write(lambda conn: _append(conn, session_id, entries, changes))
 
     async def begin_turn(
-        self, session_id: str, turn_id: str, entries: list[Entry], interrupted: Entry, **changes: Any
-    ) -> SessionRecord | None:
-        """Start a turn with its first entries and Session changes, in one transaction. Turns of the Session still
-        running are interrupted first (only one turn runs at a time, so their process ended), each with the
-        ``interrupted`` entry."""
+        self, session_id: str, turn_id: str, entries: list[Entry], interrupted: Entry, *, after: int = 0, title: str | None = None
+    ) -> tuple[SessionRecord | None, list[TranscriptEntry]]:
+        """Start a turn with its first entries, in one transaction; returns the Session as it is then and the
+        transcript entries after ``after`` that were there before (None and nothing, and nothing written, if there
+        is no such Session). Turns of the Session still running are interrupted first (only one turn runs at a time,
+        so their process ended), each with the ``interrupted`` entry. An untitled Session gets ``title``."""
 
-        def write(conn: Connection) -> SessionRecord | None:
+        def write(conn: Connection) -> tuple[SessionRecord | None, list[TranscriptEntry]]:
+            if conn.execute(GET_SESSION, {"session_id": session_id}).first() is None:
+                return None, []
+            before = [TranscriptEntry(**row) for row in conn.execute(ENTRIES_AFTER, {"session_id": session_id, "after": after}).mappings()]
             _interrupt(conn, session_id, None, interrupted)
             conn.execute(START_TURN, {"id": turn_id, "session_id": session_id, "state": "running", "started_at": time.time()})
-            return _append(conn, session_id, entries, changes)
+            _append(conn, session_id, entries, {})
+            if title:
+                conn.execute(TITLE_UNTITLED, {"of_session": session_id, "title": title, "now": time.time()})
+            return _session(conn.execute(GET_SESSION, {"session_id": session_id}).mappings().one()), before
 
         return await self._database.write(write)
 
