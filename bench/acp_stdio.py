@@ -1,4 +1,4 @@
-"""Benchmark ACP agents over stdio: spawn-to-initialize latency and sequential prompt throughput.
+"""Benchmark ACP agents over stdio: spawn-to-initialize latency, sequential prompt throughput and CPU per turn.
 
     python bench/acp_stdio.py --agent "wld acp" --spawns 10 --prompts 200
 
@@ -45,6 +45,7 @@ class Result:
     agent: str
     initialize_s: list[float] = field(default_factory=list)
     prompts_per_s: float | None = None
+    cpu_ms_per_prompt: float | None = None  # the agent process's user + system CPU time per timed turn
     error: str | None = None
 
 
@@ -56,8 +57,15 @@ async def time_to_initialize(argv: list[str], validate: bool) -> float:
         return time.perf_counter() - start
 
 
-async def prompt_throughput(argv: list[str], prompts: int, validate: bool) -> float:
-    """Sequential session/prompt turns per second on one session of one connection."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process (all its threads) has used, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def prompt_throughput(argv: list[str], prompts: int, validate: bool) -> tuple[float, float]:
+    """Sequential session/prompt turns per second on one session of one connection, and the agent's CPU
+    milliseconds per turn (which a busy machine distorts much less than wall time)."""
     async with WireClient.spawn(argv, env=AGENT_ENV, cwd=REPO_ROOT, validate=validate) as client:
         await client.call("initialize", INITIALIZE)
         session = await client.call("session/new", {"cwd": str(REPO_ROOT), "mcpServers": []})
@@ -68,10 +76,11 @@ async def prompt_throughput(argv: list[str], prompts: int, validate: bool) -> fl
 
         for i in range(WARMUP_PROMPTS):
             await turn(i)
-        start = time.perf_counter()
+        cpu, start = cpu_seconds(client.proc.pid), time.perf_counter()
         for i in range(prompts):
             await turn(i)
-        return prompts / (time.perf_counter() - start)
+        elapsed, used = time.perf_counter() - start, cpu_seconds(client.proc.pid) - cpu
+        return prompts / elapsed, used * 1000 / prompts
 
 
 async def measure(agents: list[str], spawns: int, prompts: int, validate: bool) -> list[Result]:
@@ -87,7 +96,7 @@ async def measure(agents: list[str], spawns: int, prompts: int, validate: bool) 
     for result in results:
         if result.error is None:
             try:
-                result.prompts_per_s = await prompt_throughput(shlex.split(result.agent), prompts, validate)
+                result.prompts_per_s, result.cpu_ms_per_prompt = await prompt_throughput(shlex.split(result.agent), prompts, validate)
             except Exception as error:
                 result.error = f"{type(error).__name__}: {error}"
     return results
@@ -107,20 +116,21 @@ def table(results: list[Result]) -> str:
 
     lines = [
         "| agent | initialize median (ms) | vs TS echo | vs Python echo (lower is better) "
-        "| prompts/s | vs TS echo | vs Python echo (higher is better) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| prompts/s | vs TS echo | vs Python echo (higher is better) | agent CPU per turn (ms) | vs Python echo |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for result in results:
         if result.error is not None:
             reason = " ".join(result.error.split())[:160].replace("|", "\\|")
-            lines.append(f"| `{result.agent}` | failed: {reason} | | | | | |")
+            lines.append(f"| `{result.agent}` | failed: {reason} | | | | | | | |")
             continue
         init = init_of(result)
         assert init is not None
         lines.append(
             f"| `{result.agent}` | {init * 1000:.1f} | {ratio(init, init_of(typescript))} | {ratio(init, init_of(python))} "
             f"| {result.prompts_per_s:.0f} | {ratio(result.prompts_per_s, typescript.prompts_per_s)} "
-            f"| {ratio(result.prompts_per_s, python.prompts_per_s)} |"
+            f"| {ratio(result.prompts_per_s, python.prompts_per_s)} "
+            f"| {result.cpu_ms_per_prompt:.2f} | {ratio(result.cpu_ms_per_prompt, python.cpu_ms_per_prompt)} |"
         )
     return "\n".join(lines)
 

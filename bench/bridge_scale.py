@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -34,6 +35,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+import uuid
 from collections.abc import AsyncIterator
 from datetime import date
 from pathlib import Path
@@ -86,7 +88,33 @@ def bench_plugin(hold: asyncio.Event, holding: list[int]) -> Any:
     return Plugin()
 
 
-async def measure(size: int) -> dict[str, Any]:
+@contextlib.asynccontextmanager
+async def fresh_database(server: str | None) -> AsyncIterator[dict[str, str]]:
+    """The settings that put the store on a new database of its own on a PostgreSQL ``server`` (dropped afterwards),
+    or none (SQLite in the temporary WLD_HOME)."""
+    if server is None:
+        yield {}
+        return
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    url = make_url(server)
+    admin = await asyncpg.connect(url.set(drivername="postgresql").render_as_string(hide_password=False))
+    name = f"wld_bench_{uuid.uuid4().hex[:12]}"
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        yield {"database_url": url.set(database=name).render_as_string(hide_password=False)}
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+async def measure(size: int, database_server: str | None = None) -> dict[str, Any]:
+    async with fresh_database(database_server) as database:
+        return await measure_on(size, database)
+
+
+async def measure_on(size: int, database: dict[str, str]) -> dict[str, Any]:
     from runwield_bridge.acp import server
     from runwield_bridge.app import InProcessAgent
     from runwield_bridge.app import App
@@ -138,7 +166,7 @@ async def measure(size: int) -> dict[str, Any]:
     plugins = load_plugins()
     plugins.register(bench_plugin(hold, holding), "bench-model")
     home = tempfile.mkdtemp(prefix="wld-bench-")
-    settings = Settings.model_validate({"home": home, "sessions": {"model": "bench"}})
+    settings = Settings.model_validate({"home": home, "sessions": {"model": "bench"}, **database})
     app = await App.start(settings, plugins)
     channel = NullChannel()
     bindings = app.store.bridge
@@ -301,20 +329,29 @@ def table(results: list[dict[str, Any]], wld_acp: int, echo: int | None) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 100, 1000, 10000])
+    parser.add_argument(
+        "--database-server",
+        metavar="URL",
+        help="a PostgreSQL server (postgresql+asyncpg://user@host:port/db): each size runs on a new database of its own"
+        " there, dropped afterwards; default: SQLite in the temporary WLD_HOME",
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: measure one size, print JSON
     args = parser.parse_args()
     if args.one is not None:
-        print(json.dumps(asyncio.run(measure(args.one))))
+        print(json.dumps(asyncio.run(measure(args.one, args.database_server))))
         return
     results = []
+    server = ["--database-server", args.database_server] if args.database_server else []
     for size in args.sizes:
-        out = subprocess.run([sys.executable, __file__, "--one", str(size)], check=True, stdout=subprocess.PIPE, text=True, cwd=REPO)
+        command = [sys.executable, __file__, "--one", str(size), *server]
+        out = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True, cwd=REPO)
         results.append(json.loads(out.stdout.strip().splitlines()[-1]))
         print(f"measured {size} conversations", file=sys.stderr)
     wld_acp = process_rss([WLD, "acp"])
     node = shutil.which("node")
     echo = process_rss([node, "bench/echo_agent.mjs"]) if node else None
     print(f"{date.today()} · {platform.node()} · {platform.processor() or platform.machine()} · {os.cpu_count()} CPUs · Python {platform.python_version()}")
+    print(f"store: PostgreSQL, a new database on {args.database_server}" if args.database_server else "store: SQLite")
     print()
     print(table(results, wld_acp, echo))
 

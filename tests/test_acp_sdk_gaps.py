@@ -21,7 +21,7 @@ from acp.client.router import build_client_router
 from acp.connection import Connection
 from pydantic import ValidationError
 
-from runwield_bridge.acp.sdk_gaps import CANCEL_REQUEST, ElicitationRoute, memory_pair, remember_request_ids, request_withdrawn_on_cancel
+from runwield_bridge.acp.sdk_gaps import CANCEL_REQUEST, ElicitationRoute, RequestIdNoting, memory_pair, request_withdrawn_on_cancel
 from waiting import PATIENCE
 
 SDK_GAPS = "runwield_bridge/acp/sdk_gaps.py"
@@ -85,14 +85,13 @@ async def test_gap_4_the_sdks_agent_router_merges_meta_into_arguments_and_has_no
 
 
 async def test_gap_5_a_cancelled_request_is_withdrawn_with_its_id() -> None:
-    """``Connection.send_request`` hides its id; observers still see it in the sending task, so the adapter can withdraw it."""
+    """``Connection.send_request`` hides its id; its transport still sees it in the sending task, so the adapter can withdraw it."""
     ours, theirs = memory_pair()
 
     async def never(method: str, params: Any, is_notification: bool) -> Any:
         return None
 
-    conn = Connection(never, ours)
-    remember_request_ids(conn)
+    conn = Connection(never, RequestIdNoting(ours))
     try:
         asking = asyncio.create_task(request_withdrawn_on_cancel(conn, "elicitation/create", {"message": "?"}))
         request = await asyncio.wait_for(theirs.receive(), PATIENCE)

@@ -15,7 +15,7 @@ Each gap, and what covers it (``tests/test_acp_sdk_gaps.py`` fails when the SDK 
    models. The server dispatches on the public ``Connection`` itself (``server.AcpAgentServer``),
    with extension methods through its own ``ext_method``, as the SDK's agent interface has them.
 5. **Request ids are hidden**: ``Connection.send_request`` never tells its caller the id, which
-   ``$/cancel_request`` needs to withdraw a request: ``remember_request_ids`` and
+   ``$/cancel_request`` needs to withdraw a request: ``RequestIdNoting`` and
    ``request_withdrawn_on_cancel``.
 6. **Client-side ``elicitation/create``**: the client router validates it with its models (a
    malformed request is bounced with -32602 instead of being explained and declined) and has no
@@ -65,21 +65,28 @@ class ByteSink(Protocol):
 
 
 class LineTransport:
-    """Newline-delimited JSON-RPC over a byte stream; a line that holds no message is logged and skipped."""
+    """Newline-delimited JSON-RPC over a byte stream; a line that holds no message is logged and skipped. The lines
+    sent while the event loop runs one round go out together, in the order sent, in one write when the round ends
+    (a turn's updates and the answer after them cost one system call, not one each)."""
 
     def __init__(self, reader: asyncio.StreamReader, sink: ByteSink) -> None:
         self.reader = reader
         self.sink = sink
         self.closed = False
-        self.sending = asyncio.Lock()
+        self._outgoing: list[bytes] = []
 
     async def send(self, message: dict[str, Any]) -> None:
         if self.closed:
             raise ConnectionError("Transport closed")
-        data = (json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8")
-        async with self.sending:
+        if not self._outgoing:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._outgoing.append((json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8"))
+        await self.sink.drain()  # a reader that has fallen behind slows the sender down; a lost one raises
+
+    def _flush(self) -> None:
+        data, self._outgoing = b"".join(self._outgoing), []
+        if data:
             self.sink.write(data)
-            await self.sink.drain()
 
     async def receive(self) -> dict[str, Any] | None:
         while True:
@@ -100,7 +107,8 @@ class LineTransport:
         return message if isinstance(message, dict) else None
 
     async def close(self) -> None:
-        """Stop sending; the owner of the streams closes them."""
+        """Stop sending (what was sent goes out first); the owner of the streams closes them."""
+        self._flush()
         self.closed = True
 
     async def read_line(self) -> bytes:
@@ -200,16 +208,24 @@ async def output_sink(file: IO[bytes]) -> ByteSink:
 _SENT_REQUEST_ID: contextvars.ContextVar[Any] = contextvars.ContextVar("runwield_sent_request_id", default=None)
 
 
-def remember_request_ids(conn: Connection) -> None:
-    """Let ``request_withdrawn_on_cancel`` learn its request's id: the connection tells its observers
-    of each request it sent, in the sending task, before it waits for the answer."""
+class RequestIdNoting:
+    """A transport that lets ``request_withdrawn_on_cancel`` learn its request's id: ``Connection.send_request``
+    hands the request to its transport in the sending task, before it waits for the answer. (An observer of the
+    connection would see it too, but the SDK deep-copies every message, both ways, for its observers.)"""
 
-    def note(event: StreamEvent) -> None:
-        message = event.message
-        if event.direction is StreamDirection.OUTGOING and "method" in message and "id" in message:
+    def __init__(self, inner: MessageTransport) -> None:
+        self.inner = inner
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if "method" in message and "id" in message:
             _SENT_REQUEST_ID.set(message["id"])
+        await self.inner.send(message)
 
-    conn.add_observer(note)
+    async def receive(self) -> dict[str, Any] | None:
+        return await self.inner.receive()
+
+    async def close(self) -> None:
+        await self.inner.close()
 
 
 async def request_withdrawn_on_cancel(conn: Connection, method: str, params: Any) -> Any:

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from acp.connection import Connection
 
 from ..core.sessions import SessionHost
-from .sdk_gaps import MemoryEnd, MessageTransport, memory_pair
+from .sdk_gaps import MemoryEnd, MessageTransport, RequestIdNoting, memory_pair
 from .server import AcpAgentServer, HostStarter
 from .transport import protocol_stdio
 
@@ -32,7 +32,7 @@ async def serve_transport(host: SessionHost, transport: MessageTransport) -> Non
 
 
 async def _serve(server: AcpAgentServer, transport: MessageTransport, *, shut_down: bool) -> None:
-    conn = Connection(server, transport, listening=False)
+    conn = Connection(server, RequestIdNoting(transport), listening=False)
     server.attach(conn)
     receiving = asyncio.ensure_future(conn.main_loop())
     server.host_ready.add_done_callback(lambda ready: _failed(ready) and receiving.cancel())
@@ -59,7 +59,7 @@ async def in_memory_agent(host: SessionHost) -> AsyncIterator[MemoryEnd]:
     """An ACP server on one end of an in-memory pipe; yields the client's end."""
     server_end, client_end = memory_pair()
     server = AcpAgentServer(host)
-    conn = Connection(server, server_end)
+    conn = Connection(server, RequestIdNoting(server_end))
     server.attach(conn)
     try:
         yield client_end

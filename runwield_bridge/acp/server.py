@@ -70,7 +70,7 @@ from .history import history_page
 from .listing import list_sessions
 from .mcp_specs import stdio_specs
 from .menus import ChatReply, NoMatch, did_not_match, interpret, other_prompt, read_reply
-from .sdk_gaps import remember_request_ids, request_withdrawn_on_cancel
+from .sdk_gaps import request_withdrawn_on_cancel
 from .transport import has_invalid_text
 from .updates import Update, commands_update, event_to_update, notification, question_update, record_options, wire
 from .validation import schema_problems
@@ -157,8 +157,8 @@ class AcpAgentServer:
         return ready.result() if ready.done() and not ready.cancelled() and ready.exception() is None else None
 
     def attach(self, conn: Connection) -> None:
+        """Serve on ``conn``, whose transport is a ``RequestIdNoting`` (so a form request can be withdrawn)."""
         self.conn = conn
-        remember_request_ids(conn)
 
     async def __call__(self, method: str, params: Any, is_notification: bool) -> Any:
         """The connection's method handler: params valid against the official schema reach a handler,

@@ -6,8 +6,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .events import Event, Notice
-from .live import LiveSession
+from .live import LiveSession, SessionNotFound
 from .models import ChatMessage
+from .records import TranscriptEntry
 from .runtime import TurnResult
 from .transcript import INTERRUPTED_ENTRY, TurnJournal, replay
 
@@ -41,15 +42,16 @@ class TranscriptRecorder:
 
     async def begin(self, live: LiveSession, journal: TurnJournal, text: str | None, *, command: bool) -> list[ChatMessage]:
         """Start the turn in the transcript with the prompt (titling an untitled Session), durably before anything
-        of the turn is shown; returns the model's history before it. A slash command is kept for the user to see,
-        not for the model, and titles nothing; a turn the Session starts itself (no text) has no prompt."""
-        history = await self.model_history(live)
+        of the turn is shown, re-reading the Session (another process may have changed it) in the same transaction;
+        returns the model's history before it. A slash command is kept for the user to see, not for the model, and
+        titles nothing; a turn the Session starts itself (no text) has no prompt."""
         entries = [] if text is None else [("user", text, {"audience": "user"} if command else {})]
-        title = {}
-        if text is not None and not command and not live.record.title and text.strip():
-            title = {"title": text.strip().splitlines()[0][:TITLE_LENGTH]}
-        live.record = await journal.begin(entries, **title) or live.record
-        return history
+        title = text.strip().splitlines()[0][:TITLE_LENGTH] if text is not None and not command and text.strip() else None
+        record, before = await journal.begin(entries, after=live.history_until, title=title)
+        if record is None:
+            raise SessionNotFound(f"no Session with id {live.record.id!r}")
+        live.record = record
+        return self._folded(live, before)
 
     async def end(self, live: LiveSession, journal: TurnJournal, result: TurnResult, stop_reason: str) -> None:
         """Settle the turn in the transcript, adding its cost to the Session's."""
@@ -58,7 +60,11 @@ class TranscriptRecorder:
 
     async def model_history(self, live: LiveSession) -> list[ChatMessage]:
         """The conversation as the model sees it, read incrementally (other processes may have added to it)."""
-        for entry in await self.sessions.transcript(live.record.id, after=live.history_until):
+        return self._folded(live, await self.sessions.transcript(live.record.id, after=live.history_until))
+
+    def _folded(self, live: LiveSession, entries: list[TranscriptEntry]) -> list[ChatMessage]:
+        """The model's view with the transcript entries read since it was last brought up to date."""
+        for entry in entries:
             live.history_until = entry.id or live.history_until
             if entry.payload.get("audience") == "user":
                 continue

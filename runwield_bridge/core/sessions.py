@@ -116,7 +116,6 @@ class SessionHost:
         self.scheduler = TurnScheduler(self.broker)
         self.turns = TurnExecutor(
             TurnParts(
-                registry=self.registry,
                 recorder=self.recorder,
                 runtime=runtime,
                 selector=self.selector,

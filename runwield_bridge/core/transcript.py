@@ -45,10 +45,11 @@ class TurnJournal:
         self._timer: asyncio.Task[None] | None = None
         self._writing: asyncio.Future[Any] | None = None
 
-    async def begin(self, entries: list[Entry], **changes: Any) -> SessionRecord | None:
-        """Start the turn (interrupting any turn of the Session whose process ended) with its first entries."""
+    async def begin(self, entries: list[Entry], *, after: int = 0, title: str | None = None) -> tuple[SessionRecord | None, list[TranscriptEntry]]:
+        """Start the turn (interrupting any turn of the Session whose process ended) with its first entries, titling
+        an untitled Session ``title``; the Session then, and the entries after ``after`` from before the turn."""
         rows = [self._stamped(entry) for entry in entries]
-        return await self._write(self.sessions.begin_turn(self.session_id, self.turn_id, rows, INTERRUPTED_ENTRY, **changes))
+        return await self._write(self.sessions.begin_turn(self.session_id, self.turn_id, rows, INTERRUPTED_ENTRY, after=after, title=title))
 
     async def record(self, event: Event) -> None:
         """Keep what ``event`` shows the user, to be written with the next batch."""

@@ -16,7 +16,7 @@ from .catalog import ModelCatalog, agent_profile
 from .commands import Command, CommandContext, CommandRegistry, Invocation
 from .events import Event, MessageChunk, Notice, PlanLink, ToolProgress, TurnSettled
 from .interactions import InteractionBroker, Outcome, Question
-from .live import LiveSession, SessionRegistry
+from .live import LiveSession
 from .metrics import WorkflowMetrics
 from .models import ChatMessage, Image, ModelError
 from .recorder import TranscriptRecorder
@@ -45,7 +45,6 @@ UNSETTLED_NOTICE = {
 class TurnParts:
     """What a turn works with: where it is kept, what drives it, and what a command may offer the user."""
 
-    registry: SessionRegistry
     recorder: TranscriptRecorder
     runtime: Runtime
     selector: Selector
@@ -108,8 +107,7 @@ class TurnExecutor:
         return settled
 
     async def _begin(self, live: LiveSession, journal: TurnJournal, text: str | None, *, command: bool) -> list[ChatMessage]:
-        """Re-read the Session, then start the turn in the transcript; the model's history before it."""
-        live.record = await self.parts.registry.get(live.record.id)
+        """Start the turn in the transcript (re-reading the Session); the model's history before it."""
         return await self.parts.recorder.begin(live, journal, text, command=command)
 
     async def _run_command(self, live: LiveSession, invocation: Invocation, result: TurnResult) -> str | None:

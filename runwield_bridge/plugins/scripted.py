@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 from collections.abc import AsyncIterator
@@ -40,8 +41,10 @@ INTERVIEW_QUESTIONS = [
 ]
 
 
+@functools.lru_cache(maxsize=4096)
 def count_tokens(text: str) -> int:
-    """The scripted model's tokenizer: one token per whitespace-separated word."""
+    """The scripted model's tokenizer: one token per whitespace-separated word (remembered: every turn counts the
+    whole conversation again)."""
     return len(text.split())
 
 

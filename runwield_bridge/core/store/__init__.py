@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
@@ -25,6 +24,7 @@ from ..records import (
 )
 from .base import Conflict
 from .bridge import BridgeStateRepository
+from .database import database_for, sqlite_pragmas
 from .executions import ExecutionRepository
 from .instances import InstanceRepository
 from .locks import AdvisoryLock
@@ -71,7 +71,7 @@ class Store:
         # SQL parameters (prompts, replies) never reach a log or an error message.
         self.engine: AsyncEngine = create_async_engine(url, pool_timeout=POOL_TIMEOUT_SECONDS, hide_parameters=True)
         if url.startswith("sqlite"):
-            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine.sync_engine, "connect", sqlite_pragmas)
         self.lock_engine: AsyncEngine | None = None
         self.instances: InstanceRepository | None = None
         self.notifier: Notifier = LocalNotifier()
@@ -81,12 +81,13 @@ class Store:
             self.instances = InstanceRepository(self.engine)
             self.notifier = PostgresNotifier(url, self.engine)
         connect = async_sessionmaker(self.engine, class_=AsyncSession, expire_on_commit=False)
-        self.sessions = SessionRepository(connect, self.engine)
-        self.plans = PlanRepository(connect)
-        self.reviews = ReviewRepository(connect)
-        self.executions = ExecutionRepository(connect)
-        self.bridge = BridgeStateRepository(connect)
-        self.workspace = WorkspaceRepository(connect)
+        self.database = database_for(self.engine)  # what the hot path (a turn's reads and writes) runs on
+        self.sessions = SessionRepository(connect, self.database)
+        self.plans = PlanRepository(connect, self.database)
+        self.reviews = ReviewRepository(connect, self.database)
+        self.executions = ExecutionRepository(connect, self.database)
+        self.bridge = BridgeStateRepository(connect, self.database)
+        self.workspace = WorkspaceRepository(connect, self.database)
 
     @classmethod
     async def open(cls, url: str) -> Store:
@@ -112,20 +113,8 @@ class Store:
 
     async def close(self) -> None:
         await self.notifier.close()
+        await self.database.close()
         await self.engine.dispose()
         if self.lock_engine is not None:
             await self.lock_engine.dispose()
 
-
-SQLITE_BUSY_TIMEOUT_MS = 60_000
-
-
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    cursor = dbapi_conn.cursor()
-    # first: a process starting beside another (migrating a new database, say) waits for it; on a busy machine
-    # that can take well over 10 s, and a wait is better than a failed request
-    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import asdict, fields
 from typing import Any, TypeVar
 
+from sqlalchemy import Connection, Select, bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import SQLModel, col, update
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from .database import Database
 from .tables import PlanSessionRow, ReviewRow
 
 R = TypeVar("R")
@@ -24,16 +27,24 @@ class Conflict(RuntimeError):
 
 
 class Repository:
-    """One aggregate's tables; every method is its own transaction."""
+    """One aggregate's tables; every method is its own transaction. ``_db`` opens an ORM unit of work; ``_database``
+    runs plain statements in one hand-off to the driver (what a turn's hot path uses)."""
 
-    def __init__(self, connect: Connect) -> None:
+    def __init__(self, connect: Connect, database: Database) -> None:
         self._db = connect
+        self._database = database
 
     async def _get(self, record_type: type[R], row_type: type[SQLModel], key: Any) -> R | None:
-        """The record of the row with this primary key, if there is one."""
-        async with self._db() as db:
-            row = await db.get(row_type, key)
-            return None if row is None else frozen(record_type, row)
+        """The record of the row with this primary key (a tuple for a key of several columns), if there is one."""
+        keys = key if isinstance(key, tuple) else (key,)
+        params = {f"key{i}": value for i, value in enumerate(keys)}
+        query = _by_key(record_type, row_type)
+
+        def read(conn: Connection) -> R | None:
+            row = conn.execute(query, params).mappings().first()
+            return None if row is None else record_type(**row)
+
+        return await self._database.read(read)
 
     async def _insert_new(self, row: SQLModel) -> bool:
         """Insert ``row`` unless a row with its key exists (then nothing is written); whether it was inserted."""
@@ -46,12 +57,23 @@ class Repository:
                 await db.rollback()
                 return False
 
-    async def _all(self, record_type: type[R], query: Any) -> list[R]:
-        """The records of the rows a query selects, read as plain rows (no ORM objects: some run on every turn)."""
-        async with self._db() as db:
-            conn = await db.connection()
-            names = [f.name for f in fields(record_type)]  # type: ignore[arg-type]
-            return [record_type(**{name: row[name] for name in names}) for row in (await conn.execute(query)).mappings()]
+    async def _all(self, record_type: type[R], query: Any, params: dict[str, Any] | None = None) -> list[R]:
+        """The records of the rows a query selects (with its ``params``), read as plain rows (no ORM objects: some
+        run on every turn)."""
+        names = [f.name for f in fields(record_type)]  # type: ignore[arg-type]
+
+        def read(conn: Connection) -> list[R]:
+            return [record_type(**{name: row[name] for name in names}) for row in conn.execute(query, params).mappings()]
+
+        return await self._database.read(read)
+
+
+@functools.cache
+def _by_key(record_type: type[Any], row_type: type[SQLModel]) -> Select[Any]:
+    """The query of a record by its row's primary key (parameters ``key0``, ``key1``, ...), built once."""
+    table = row_type.__table__  # type: ignore[attr-defined]
+    columns = [table.c[f.name] for f in fields(record_type)]
+    return select(*columns).where(*(c == bindparam(f"key{i}") for i, c in enumerate(table.primary_key.columns)))
 
 
 def frozen(record_type: type[R], row: SQLModel) -> R:

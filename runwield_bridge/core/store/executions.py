@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
+from sqlalchemy import bindparam
 from sqlmodel import col, select, update
 
 from ..records import ExecutionRecord, ExecutionStep
@@ -30,12 +32,7 @@ class ExecutionRepository(Repository):
 
     async def list_executions(self, *, plan_id: str | None = None, states: tuple[str, ...] = ()) -> list[ExecutionRecord]:
         """Executions, oldest first, of one Plan and/or in the given states."""
-        query = select(ExecutionRow).order_by(col(ExecutionRow.created_at))
-        if plan_id is not None:
-            query = query.where(ExecutionRow.plan_id == plan_id)
-        if states:
-            query = query.where(col(ExecutionRow.state).in_(states))
-        return await self._all(ExecutionRecord, query)
+        return await self._all(ExecutionRecord, _executions_query(plan_id is not None, bool(states)), {"plan_id": plan_id, "states": list(states)})
 
     async def update_execution(
         self, execution_id: str, plan_changes: dict[str, Any] | None = None, **changes: Any
@@ -78,3 +75,14 @@ class ExecutionRepository(Repository):
     async def execution_steps(self, execution_id: str) -> list[ExecutionStep]:
         query = select(ExecutionStepRow).where(ExecutionStepRow.execution_id == execution_id).order_by(col(ExecutionStepRow.id))
         return await self._all(ExecutionStep, query)
+
+
+@functools.cache
+def _executions_query(of_plan: bool, in_states: bool) -> Any:
+    """Executions oldest first, of the Plan ``plan_id`` and/or in ``states`` (parameters), built once: one runs on every turn."""
+    query = select(ExecutionRow).order_by(col(ExecutionRow.created_at))
+    if of_plan:
+        query = query.where(ExecutionRow.plan_id == bindparam("plan_id"))
+    if in_states:
+        query = query.where(col(ExecutionRow.state).in_(bindparam("states", expanding=True)))
+    return query

@@ -1,7 +1,7 @@
 """Sessions with their append-only transcripts and their turns: one aggregate, written together.
 
-These are a turn's hot path, so they are SQLAlchemy Core statements on a connection (no ORM unit of work):
-each method is one transaction with as few statements, and as few thread hand-offs to the driver, as it needs."""
+These are a turn's hot path, so they are SQLAlchemy Core statements (no ORM unit of work), each method one
+transaction with as few statements as it needs, run together in one hand-off to the driver (``database.py``)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ import uuid
 from dataclasses import fields
 from typing import Any
 
-from sqlalchemy import RowMapping, and_, func, insert, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy import Connection, RowMapping, and_, bindparam, func, insert, or_, select, update
 
 from ..records import SessionRecord, TranscriptEntry
-from .base import Connect, Repository
+from .base import Repository
 from .tables import SessionRow, TranscriptRow, TurnRow
 
 Entry = tuple[str, str, dict[str, Any]]
@@ -26,6 +25,28 @@ TRANSCRIPT = TranscriptRow.__table__
 TURNS = TurnRow.__table__
 SESSION_COLUMNS = [SESSIONS.c[f.name] for f in fields(SessionRecord)]
 ENTRY_COLUMNS = [TRANSCRIPT.c[f.name] for f in fields(TranscriptEntry)]
+# The statements of a turn, built once (building one costs more than running it on SQLite).
+GET_SESSION = select(*SESSION_COLUMNS).where(SESSIONS.c.id == bindparam("session_id"))
+ENTRIES_AFTER = (
+    select(*ENTRY_COLUMNS)
+    .where(TRANSCRIPT.c.session_id == bindparam("session_id"), TRANSCRIPT.c.id > bindparam("after"))
+    .order_by(TRANSCRIPT.c.id)
+)
+ADD_ENTRIES = insert(TRANSCRIPT)
+START_TURN = insert(TURNS)
+SETTLE_TURN = (
+    update(TURNS)
+    .where(TURNS.c.id == bindparam("turn_id"))
+    .values(state="settled", stop_reason=bindparam("stop_reason"), ended_at=bindparam("now"))
+)
+RUNNING = [TURNS.c.session_id == bindparam("of_session"), TURNS.c.state == "running"]
+INTERRUPT_ALL = update(TURNS).where(*RUNNING).values(state="interrupted", ended_at=bindparam("now")).returning(TURNS.c.id)
+INTERRUPT_SOME = INTERRUPT_ALL.where(TURNS.c.id.in_(bindparam("turn_ids", expanding=True)))
+TITLE_UNTITLED = (
+    update(SESSIONS)
+    .where(SESSIONS.c.id == bindparam("of_session"), SESSIONS.c.title == "")
+    .values(title=bindparam("title"), updated_at=bindparam("now"))
+)
 
 
 def new_session_id() -> str:
@@ -35,20 +56,18 @@ def new_session_id() -> str:
 class SessionRepository(Repository):
     """Sessions, their transcripts and their turns."""
 
-    def __init__(self, connect: Connect, engine: AsyncEngine) -> None:
-        super().__init__(connect)
-        self._engine = engine
-
     async def create_session(self, *, cwd: str, agent: str, model: str, reasoning: str | None, title: str = "") -> SessionRecord:
         record = SessionRecord(id=new_session_id(), cwd=cwd, agent=agent, model=model, reasoning=reasoning, title=title)
-        async with self._engine.begin() as conn:
-            await conn.execute(insert(SESSIONS).values(**_fields(record)))
+        values = _fields(record)
+        await self._database.write(lambda conn: conn.execute(insert(SESSIONS).values(**values)))
         return record
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
-        async with self._engine.connect() as conn:
-            row = (await conn.execute(select(*SESSION_COLUMNS).where(SESSIONS.c.id == session_id))).mappings().first()
-        return None if row is None else _session(row)
+        def read(conn: Connection) -> SessionRecord | None:
+            row = conn.execute(GET_SESSION, {"session_id": session_id}).mappings().first()
+            return None if row is None else _session(row)
+
+        return await self._database.read(read)
 
     async def list_sessions(
         self,
@@ -68,66 +87,66 @@ class SessionRepository(Repository):
             query = query.where(SESSIONS.c.cwd == cwd)
         if after is not None:
             query = query.where(or_(updated < after[0], and_(updated == after[0], ident < after[1])))
-        async with self._engine.connect() as conn:
-            return [_session(row) for row in (await conn.execute(query)).mappings()]
+        return await self._database.read(lambda conn: [_session(row) for row in conn.execute(query).mappings()])
 
     async def update_session(self, session_id: str, **changes: Any) -> SessionRecord:
         """Change fields of a Session; ``cost_delta`` adds to the cumulative cost."""
-        async with self._engine.begin() as conn:
-            return await _changed(conn, session_id, changes)
+        return await self._database.write(lambda conn: _changed(conn, session_id, changes))
 
     async def append_many(self, session_id: str, entries: list[Entry], **changes: Any) -> SessionRecord | None:
         """Append transcript entries and apply Session changes (as ``update_session``) in one transaction."""
-        async with self._engine.begin() as conn:
-            return await _append(conn, session_id, entries, changes)
+        return await self._database.write(lambda conn: _append(conn, session_id, entries, changes))
 
     async def begin_turn(
-        self, session_id: str, turn_id: str, entries: list[Entry], interrupted: Entry, **changes: Any
-    ) -> SessionRecord | None:
-        """Start a turn with its first entries and Session changes, in one transaction. Turns of the Session still
-        running are interrupted first (only one turn runs at a time, so their process ended), each with the
-        ``interrupted`` entry."""
-        async with self._engine.begin() as conn:
-            await _interrupt(conn, session_id, None, interrupted)
-            await conn.execute(insert(TURNS).values(id=turn_id, session_id=session_id, state="running", started_at=time.time()))
-            return await _append(conn, session_id, entries, changes)
+        self, session_id: str, turn_id: str, entries: list[Entry], interrupted: Entry, *, after: int = 0, title: str | None = None
+    ) -> tuple[SessionRecord | None, list[TranscriptEntry]]:
+        """Start a turn with its first entries, in one transaction; returns the Session as it is then and the
+        transcript entries after ``after`` that were there before (None and nothing, and nothing written, if there
+        is no such Session). Turns of the Session still running are interrupted first (only one turn runs at a time,
+        so their process ended), each with the ``interrupted`` entry. An untitled Session gets ``title``."""
+
+        def write(conn: Connection) -> tuple[SessionRecord | None, list[TranscriptEntry]]:
+            if conn.execute(GET_SESSION, {"session_id": session_id}).first() is None:
+                return None, []
+            before = [TranscriptEntry(**row) for row in conn.execute(ENTRIES_AFTER, {"session_id": session_id, "after": after}).mappings()]
+            _interrupt(conn, session_id, None, interrupted)
+            conn.execute(START_TURN, {"id": turn_id, "session_id": session_id, "state": "running", "started_at": time.time()})
+            _append(conn, session_id, entries, {})
+            if title:
+                conn.execute(TITLE_UNTITLED, {"of_session": session_id, "title": title, "now": time.time()})
+            return _session(conn.execute(GET_SESSION, {"session_id": session_id}).mappings().one()), before
+
+        return await self._database.write(write)
 
     async def end_turn(
         self, session_id: str, turn_id: str, stop_reason: str, entries: list[Entry], **changes: Any
     ) -> SessionRecord | None:
         """Settle a turn with its last entries and Session changes, in one transaction."""
-        async with self._engine.begin() as conn:
-            await conn.execute(
-                update(TURNS).where(TURNS.c.id == turn_id).values(state="settled", stop_reason=stop_reason, ended_at=time.time())
-            )
-            return await _append(conn, session_id, entries, changes)
+
+        def write(conn: Connection) -> SessionRecord | None:
+            conn.execute(SETTLE_TURN, {"turn_id": turn_id, "stop_reason": stop_reason, "now": time.time()})
+            return _append(conn, session_id, entries, changes)
+
+        return await self._database.write(write)
 
     async def running_turns(self, session_id: str) -> list[str]:
         """Ids of the Session's turns that have not settled."""
         query = select(TURNS.c.id).where(TURNS.c.session_id == session_id, TURNS.c.state == "running")
-        async with self._engine.connect() as conn:
-            return list((await conn.execute(query)).scalars())
+        return await self._database.read(lambda conn: list(conn.execute(query).scalars()))
 
     async def interrupt_turns(self, session_id: str, turn_ids: list[str], interrupted: Entry) -> None:
         """Mark those of ``turn_ids`` still running interrupted, each with the ``interrupted`` entry, once."""
-        async with self._engine.begin() as conn:
-            await _interrupt(conn, session_id, turn_ids, interrupted)
+        await self._database.write(lambda conn: _interrupt(conn, session_id, turn_ids, interrupted))
 
     async def transcript(self, session_id: str, after: int = 0) -> list[TranscriptEntry]:
         """The Session's transcript, oldest first; ``after`` skips entries up to that id."""
-        query = (
-            select(*ENTRY_COLUMNS)
-            .where(TRANSCRIPT.c.session_id == session_id, TRANSCRIPT.c.id > after)
-            .order_by(TRANSCRIPT.c.id)
-        )
-        async with self._engine.connect() as conn:
-            return [TranscriptEntry(**row) for row in (await conn.execute(query)).mappings()]
+        params = {"session_id": session_id, "after": after}
+        return await self._database.read(lambda conn: [TranscriptEntry(**row) for row in conn.execute(ENTRIES_AFTER, params).mappings()])
 
     async def revision(self, session_id: str) -> int:
         """The Session's transcript revision: the id of its latest entry (0 before the first); it only grows."""
         query = select(func.max(TRANSCRIPT.c.id)).where(TRANSCRIPT.c.session_id == session_id)
-        async with self._engine.connect() as conn:
-            return (await conn.execute(query)).scalar() or 0
+        return await self._database.read(lambda conn: conn.execute(query).scalar() or 0)
 
 
 def _fields(record: SessionRecord) -> dict[str, Any]:
@@ -138,16 +157,16 @@ def _session(row: RowMapping) -> SessionRecord:
     return SessionRecord(**row)
 
 
-async def _append(conn: AsyncConnection, session_id: str, entries: list[Entry], changes: dict[str, Any]) -> SessionRecord | None:
+def _append(conn: Connection, session_id: str, entries: list[Entry], changes: dict[str, Any]) -> SessionRecord | None:
     """Add transcript entries (one statement) and apply Session changes on ``conn``; the changed Session, if any."""
     if entries:
         now = time.time()
         rows = [{"session_id": session_id, "kind": kind, "text": text, "data": json.dumps(data), "created_at": now} for kind, text, data in entries]
-        await conn.execute(insert(TRANSCRIPT), rows)
-    return await _changed(conn, session_id, changes) if changes else None
+        conn.execute(ADD_ENTRIES, rows)
+    return _changed(conn, session_id, changes) if changes else None
 
 
-async def _changed(conn: AsyncConnection, session_id: str, changes: dict[str, Any]) -> SessionRecord:
+def _changed(conn: Connection, session_id: str, changes: dict[str, Any]) -> SessionRecord:
     """Apply Session changes on ``conn`` in one statement: ``cost_delta`` adds to the cost (in the database, so
     concurrent writers never lose an addition), the rest are set; ``updated_at`` is stamped."""
     changes = dict(changes)
@@ -155,19 +174,19 @@ async def _changed(conn: AsyncConnection, session_id: str, changes: dict[str, An
     values = {**changes, "updated_at": time.time()}
     if delta:
         values["cost_usd"] = SESSIONS.c.cost_usd + delta
-    row = (await conn.execute(update(SESSIONS).where(SESSIONS.c.id == session_id).values(**values).returning(*SESSION_COLUMNS))).mappings().first()
+    row = conn.execute(update(SESSIONS).where(SESSIONS.c.id == session_id).values(**values).returning(*SESSION_COLUMNS)).mappings().first()
     if row is None:
         raise KeyError(session_id)
     return _session(row)
 
 
-async def _interrupt(conn: AsyncConnection, session_id: str, turn_ids: list[str] | None, entry: Entry) -> None:
+def _interrupt(conn: Connection, session_id: str, turn_ids: list[str] | None, entry: Entry) -> None:
     """Mark the Session's running turns (those of ``turn_ids`` when given) interrupted in one statement, so two
     processes never mark a turn twice, and add ``entry``, with the turn's id, for each."""
-    condition = [TURNS.c.session_id == session_id, TURNS.c.state == "running"]
+    params: dict[str, Any] = {"of_session": session_id, "now": time.time()}
     if turn_ids is not None:
-        condition.append(TURNS.c.id.in_(turn_ids))
-    marked = await conn.execute(update(TURNS).where(*condition).values(state="interrupted", ended_at=time.time()).returning(TURNS.c.id))
+        params["turn_ids"] = turn_ids
+    marked = conn.execute(INTERRUPT_ALL if turn_ids is None else INTERRUPT_SOME, params)
     kind, text, data = entry
     stamped = [(kind, text, {**data, "turn": turn_id}) for turn_id in sorted(marked.scalars().all())]
-    await _append(conn, session_id, stamped, {})
+    _append(conn, session_id, stamped, {})
