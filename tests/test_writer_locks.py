@@ -113,3 +113,35 @@ async def test_the_lock_of_a_killed_process_is_freed(database_url: str, tmp_path
         await lock.release()
     finally:
         await store.close()
+
+
+async def test_in_one_process_too_a_name_has_one_holder(database_url: str, tmp_path: Path) -> None:
+    store = await Store.open(database_url)
+    try:
+        locks = store.writer_locks(tmp_path)
+        first, second = locks("ses_one"), locks("ses_one")
+        assert await first.try_acquire() and await first.try_acquire(), "taking a lock one holds again is a no-op"
+        assert not await second.try_acquire() and not second.held, "another holder in the same process is refused"
+        await first.release()
+        assert not await first.taken() and await second.try_acquire()
+        await second.release()
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_more_writers_at_once_than_the_server_has_connections(database_url: str, tmp_path: Path) -> None:
+    """Every Session with a turn running holds its writer lock: hundreds of them cost no more server connections."""
+    admin = await asyncpg.connect(make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False))
+    here, there = await Store.open(database_url), await Store.open(database_url)
+    try:
+        limit = int(await admin.fetchval("SHOW max_connections"))
+        held = [here.writer_locks(tmp_path)(f"ses_{i}") for i in range(limit + 20)]
+        assert all(await asyncio.gather(*(lock.try_acquire() for lock in held)))
+        assert not await there.writer_locks(tmp_path)(f"ses_{limit}").try_acquire(), "each is still held against another process"
+        await asyncio.gather(*(lock.release() for lock in held))
+        assert await there.writer_locks(tmp_path)(f"ses_{limit}").try_acquire()
+    finally:
+        await here.close()
+        await there.close()
+        await admin.close()

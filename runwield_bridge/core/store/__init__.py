@@ -27,7 +27,7 @@ from .bridge import BridgeStateRepository
 from .database import database_for, sqlite_pragmas
 from .executions import ExecutionRepository
 from .instances import InstanceRepository
-from .locks import AdvisoryLock
+from .locks import AdvisoryLocks
 from .notifier import LocalNotifier, Notifier, PostgresNotifier
 from .migrate import upgrade
 from .pool_log import install as quiet_cancelled_checkins
@@ -72,12 +72,13 @@ class Store:
         self.engine: AsyncEngine = create_async_engine(url, pool_timeout=POOL_TIMEOUT_SECONDS, hide_parameters=True)
         if url.startswith("sqlite"):
             event.listen(self.engine.sync_engine, "connect", sqlite_pragmas)
-        self.lock_engine: AsyncEngine | None = None
+        self.advisory_locks: AdvisoryLocks | None = None
         self.instances: InstanceRepository | None = None
         self.notifier: Notifier = LocalNotifier()
         if self.engine.dialect.name == "postgresql":
-            # Each held writer lock keeps a connection of its own: a pool apart, so many turns never starve the queries.
-            self.lock_engine = create_async_engine(url, isolation_level="AUTOCOMMIT", max_overflow=-1, hide_parameters=True)
+            # The held writer locks share one connection, and each wait for one (rare) has its own: a pool apart from the queries.
+            lock_engine = create_async_engine(url, isolation_level="AUTOCOMMIT", max_overflow=-1, hide_parameters=True)
+            self.advisory_locks = AdvisoryLocks(lock_engine)
             self.instances = InstanceRepository(self.engine)
             self.notifier = PostgresNotifier(url, self.engine)
         connect = async_sessionmaker(self.engine, class_=AsyncSession, expire_on_commit=False)
@@ -107,14 +108,13 @@ class Store:
 
     def writer_locks(self, directory: Path) -> Locks:
         """One writer at a time per name: advisory locks in PostgreSQL (across hosts), else lock files in ``directory``."""
-        if (engine := self.lock_engine) is None:
-            return file_locks(directory)
-        return lambda name: AdvisoryLock(engine, name)
+        return file_locks(directory) if self.advisory_locks is None else self.advisory_locks
 
     async def close(self) -> None:
         await self.notifier.close()
         await self.database.close()
         await self.engine.dispose()
-        if self.lock_engine is not None:
-            await self.lock_engine.dispose()
+        if self.advisory_locks is not None:
+            await self.advisory_locks.close()
+            await self.advisory_locks.engine.dispose()
 

@@ -1,13 +1,17 @@
-"""Writer locks in PostgreSQL: session-level advisory locks, each held on a connection of its own for as long as the
-lock is, so they hold across hosts and the server drops them when the holder's connection (or process) dies."""
+"""Writer locks in PostgreSQL: session-level advisory locks, all of a process's held on one connection of their own,
+so they hold across hosts and the server drops them when that connection (or the process) dies."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import logging
 
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+log = logging.getLogger(__name__)
 
 TRY = text("SELECT pg_try_advisory_lock(:key)")
 WAIT = text("SELECT pg_advisory_lock(:key)")
@@ -25,57 +29,108 @@ def lock_key(name: str) -> int:
     return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big") >> 1
 
 
-class AdvisoryLock:
-    """One name's lock (a Session's writer, a Plan's execution), taken without waiting; see `core.locks.Lock`.
-    ``engine`` is in autocommit mode, so a held lock keeps no transaction open."""
+class AdvisoryLocks:
+    """Every advisory lock this process holds, on one connection of their own: a held lock costs no server connection
+    (hundreds of turns at once stay within ``max_connections``), and the server drops them all when the process, or
+    that connection, dies. ``engine`` is in autocommit mode, so a held lock keeps no transaction open.
 
-    def __init__(self, engine: AsyncEngine, name: str) -> None:
+    Session-level advisory locks stack on one connection, so this process's holders are kept apart here: a key is
+    given to one holder at a time, in the process as across processes."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
-        self.key = lock_key(name)
         self._conn: AsyncConnection | None = None
-        self._turn = asyncio.Lock()  # this object's takes and releases, one at a time
+        self._held: set[int] = set()
+        self._turn = asyncio.Lock()  # one statement at a time on the shared connection
+
+    def __call__(self, name: str) -> AdvisoryLock:
+        return AdvisoryLock(self, name)
+
+    def holds(self, key: int) -> bool:
+        return key in self._held
+
+    async def try_lock(self, key: int) -> bool:
+        """Take ``key`` without waiting. A caller cancelled meanwhile holds nothing: what the statement took is given back."""
+        attempt = asyncio.ensure_future(self._try_lock(key))
+        try:
+            return await asyncio.shield(attempt)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                if await attempt:
+                    await self.unlock(key)
+            raise
+
+    async def unlock(self, key: int) -> None:
+        async with self._turn:
+            if key not in self._held:
+                return
+            self._held.discard(key)
+            if self._conn is not None:
+                await self._run(self._conn, UNLOCK, key)
+
+    async def close(self) -> None:
+        async with self._turn:
+            await self._lose()
+
+    async def _try_lock(self, key: int) -> bool:
+        async with self._turn:
+            if key in self._held:
+                return False
+            if self._conn is None:
+                self._conn = await self.engine.connect()
+            taken = bool(await self._run(self._conn, TRY, key))
+            if taken:
+                self._held.add(key)
+            return taken
+
+    async def _run(self, conn: AsyncConnection, statement: TextClause, key: int) -> object:
+        # shielded by the callers: a statement is never cut off half-way, so what the connection holds stays known
+        try:
+            return (await conn.execute(statement, {"key": key})).scalar()
+        except Exception:
+            log.warning("the connection holding this process's writer locks failed; the server dropped them all", exc_info=True)
+            await self._lose()
+            raise
+
+    async def _lose(self) -> None:
+        conn, self._conn = self._conn, None
+        self._held.clear()
+        if conn is not None:
+            await _discard(conn)
+
+
+class AdvisoryLock:
+    """One name's lock (a Session's writer, a Plan's execution), taken without waiting; see `core.locks.Lock`."""
+
+    def __init__(self, locks: AdvisoryLocks, name: str) -> None:
+        self.locks = locks
+        self.key = lock_key(name)
+        self._mine = False
 
     @property
     def held(self) -> bool:
-        return self._conn is not None
+        return self._mine and self.locks.holds(self.key)
 
     async def try_acquire(self) -> bool:
-        async with self._turn:
-            if self._conn is not None:
-                return True
-            conn = await self.engine.connect()
-            try:
-                taken = bool((await conn.execute(TRY, {"key": self.key})).scalar())
-            except BaseException:
-                await _discard(conn)
-                raise
-            if not taken:
-                await conn.close()
-                return False
-            self._conn = conn
+        if self.held:
             return True
+        self._mine = await self.locks.try_lock(self.key)
+        return self._mine
 
     async def release(self) -> None:
-        async with self._turn:
-            conn, self._conn = self._conn, None
-            if conn is None:
-                return
-            try:
-                await conn.execute(UNLOCK, {"key": self.key})
-            except BaseException:
-                await _discard(conn)  # a connection that may still hold the lock is never reused
-                raise
-            await conn.close()
+        if self._mine:
+            self._mine = False
+            await asyncio.shield(self.locks.unlock(self.key))
 
     async def taken(self) -> bool:
-        if self._conn is not None:
+        if self.locks.holds(self.key):
             return True
-        async with self.engine.connect() as conn:
+        async with self.locks.engine.connect() as conn:
             return bool((await conn.execute(HELD, {"high": self.key >> 32, "low": self.key & 0xFFFFFFFF})).scalar())
 
     async def released(self) -> None:
         """Wait for the lock on a connection of its own (the server wakes it: nothing polls), then let go at once."""
-        conn = await self.engine.connect()
+        conn = await self.locks.engine.connect()
         try:
             await conn.execute(WAIT, {"key": self.key})
             await conn.execute(UNLOCK, {"key": self.key})
