@@ -159,9 +159,15 @@ class LoopThread:
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
 
-    def run(self, work: Coroutine[Any, Any, Any], timeout: float = ANSWER_TIMEOUT * 2) -> Any:
+    def run(self, work: Coroutine[Any, Any, Any], timeout: float = ANSWER_TIMEOUT * 3) -> Any:
+        """Run ``work`` on the loop; the bound is above a batch's own two waits (the probe, then the answers), so a
+        slow agent fails with their message saying what never came, not with this one's."""
         future: Future[Any] = asyncio.run_coroutine_threadsafe(work, self.loop)
-        return future.result(timeout)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()
+            raise AssertionError(f"the event loop did not finish {work.__qualname__} within {timeout}s") from None
 
     def stop(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)

@@ -45,6 +45,7 @@ async def test_a_reviewer_sends_feedback_then_approves_the_revised_plan(tmp_path
         async with async_playwright() as playwright:
             browser = await playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
             page = await browser.new_page()
+            page.set_default_timeout(PATIENCE * 1000)  # a page's waits are bounded as the rest are, not by Playwright's 30 s
 
             first = await hub.start(plan.id, session.id)
             waiting = asyncio.create_task(hub.wait(first.review_id))

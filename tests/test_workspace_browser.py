@@ -41,7 +41,9 @@ async def start_session(page: Page, cwd: Path) -> None:
 
 
 async def send(page: Page, text: str) -> None:
-    """Type a message and press Enter, as a person would."""
+    """Type a message and press Enter, as a person would: once the page takes one (Send is enabled again when the turn
+    before has ended; until then Enter does nothing, and a busy machine can end a turn well after its last words)."""
+    await expect(page.get_by_role("button", name="Send", exact=True)).to_be_enabled()
     box = page.get_by_label("Message")
     await box.fill(text)
     await box.press("Enter")

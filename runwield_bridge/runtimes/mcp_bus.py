@@ -17,15 +17,15 @@ import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mcp.types as mcp_types
 from acp.schema import McpServerStdio
-from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 
 from ..core.runtime import TurnRequest
 from ..core.tools import Tool, ToolContext, ToolError
+
+if TYPE_CHECKING:
+    import mcp.types as mcp_types
 
 BUS_NAME = "runwield"
 NOT_IN_A_TURN = "RunWield's tools work only while RunWield has a turn running on this session"
@@ -63,6 +63,10 @@ class ToolBus:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, tools: tuple[Tool, ...], turn: Callable[[], TurnRequest | None]) -> None:
         """One MCP connection (one ``wld mcp-bus`` relay), until the agent closes it."""
+        import mcp.types as mcp_types  # the mcp SDK, loaded only when an agent connects: `wld acp` starts without it
+        from mcp.server.lowlevel import Server
+        from mcp.server.stdio import stdio_server
+
         by_name = {tool.spec.name: tool for tool in tools}
 
         async def list_tools(_: Any, __: Any) -> mcp_types.ListToolsResult:
