@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
-import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,14 +16,13 @@ from typing import Any
 
 import aiohttp
 import asyncpg
-from sqlalchemy.engine import make_url
 from waiting import PATIENCE, POLL
 
 from tests.bridge_kit import SECRET
-from tests.database_kit import postgres_database
+from tests.database_kit import fetch, postgres_database
 from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import TelegramFake
-from tests.wld_process import free_port, write_config
+from tests.wld_process import free_port, start_bridge, stop_bridges, write_config
 
 TAKEOVER = 15.0  # seconds: what the issue allows from a death to its conversations going on
 TELEGRAM_CHATS = [5001 + i for i in range(25)]
@@ -74,11 +71,7 @@ class Cluster:
             {"database_url": self.url, "web": {"listen": f"127.0.0.1:{port}"}, "channels": {"telegram": telegram, "slack": slack}},
         )
         log = self.tmp / f"wld-{n}.log"
-        with log.open("wb") as out:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "runwield_bridge.cli", "bridge", "--config", str(config),
-                stdout=out, stderr=out, env={**os.environ, "WLD_HOME": str(self.tmp / f"home-{n}")},
-            )  # fmt: skip
+        proc = await start_bridge(config, self.tmp / f"home-{n}", log)
         instance = Instance(proc, port, log)
         self.instances.append(instance)
         if self.mode == "webhook":  # its Telegram channel listens once it has registered the webhook
@@ -94,23 +87,10 @@ class Cluster:
             await asyncio.sleep(POLL)
 
     async def stop(self) -> None:
-        for instance in self.instances:
-            if instance.proc.returncode is None:
-                instance.proc.send_signal(signal.SIGINT)
-        for instance in self.instances:
-            try:
-                await asyncio.wait_for(instance.proc.wait(), PATIENCE)
-            except TimeoutError:
-                instance.proc.kill()
-                await instance.proc.wait()
-            print(f"--- {instance.log.name}\n{instance.log.read_text(errors='replace')[-20000:]}")  # shown when a test fails
+        await stop_bridges([(instance.proc, instance.log) for instance in self.instances], PATIENCE)
 
     async def query(self, sql: str, *args: Any) -> list[asyncpg.Record]:
-        conn = await asyncpg.connect(make_url(self.url).set(drivername="postgresql").render_as_string(hide_password=False))
-        try:
-            return list(await conn.fetch(sql, *args))
-        finally:
-            await conn.close()
+        return await fetch(self.url, sql, *args)
 
     async def poller(self) -> str | None:
         """The instance holding Telegram's long-polling lease, if any."""

@@ -83,6 +83,31 @@ class WldProcess:
         return Finished(self.proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
 
 
+async def start_bridge(config: Path, home: Path, log: Path) -> asyncio.subprocess.Process:
+    """``wld bridge --config CONFIG`` with ``home`` as WLD_HOME, its output to the file ``log`` (a pipe nobody reads
+    could fill and stall it)."""
+    with log.open("wb") as out:
+        return await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "runwield_bridge.cli", "bridge", "--config", str(config),
+            stdout=out, stderr=out, env={**os.environ, "WLD_HOME": str(home)},
+        )  # fmt: skip
+
+
+async def stop_bridges(procs: list[tuple[asyncio.subprocess.Process, Path]], timeout: float) -> None:
+    """Stop each running bridge with SIGINT (SIGKILL after ``timeout``), then print the end of its log (shown when a
+    test fails)."""
+    for proc, _ in procs:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGINT)
+    for proc, log in procs:
+        try:
+            await asyncio.wait_for(proc.wait(), timeout)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+        print(f"--- {log.name}\n{log.read_text(errors='replace')[-20000:]}")
+
+
 async def run_wld(*args: str, env: dict[str, str] | None = None, timeout: float = 60.0) -> Finished:
     """Run a `wld` subcommand to completion."""
     return await (await WldProcess.start(*args, env=env)).finish(timeout)

@@ -74,8 +74,9 @@ class Bridge:
     ) -> None:
         self.links = {name: AgentLink(name, endpoint, self, start_timeout=start_timeout, backoff=backoff) for name, endpoint in agents.items()}
         self.bindings = bindings
-        self.deliveries = Deliveries(updates or MemoryUpdateLog())
-        """Claims of the channels' updates, so each is handled once (durable when ``updates`` is the store)."""
+        self.deliveries = Deliveries(updates or MemoryUpdateLog(), instances.id if instances else None, instances.alive if instances else None)
+        """Claims of the channels' updates, so each is handled once (durable when ``updates`` is the store), across
+        instances too."""
         self.routes = list(routes)
         self.messages = messages or MemoryMessageLog()
         """Notes of the messages not finished yet (streaming replies, open questions), durable when it is the store."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
@@ -90,11 +91,16 @@ class Delivery(Enum):
 
 
 class Deliveries:
-    """One bridge run's claims on the update log; claims older than ``KEEP_SECONDS`` are pruned hourly."""
+    """One bridge run's claims on the update log; claims older than ``KEEP_SECONDS`` are pruned hourly.
 
-    def __init__(self, updates: UpdateLog) -> None:
+    Among several instances (``owner`` an instance's id, ``alive`` whether an instance lives), an update that reaches
+    them all (a Discord gateway event) is claimed by one; the others find its unfinished claim held by an instance
+    that lives, which is being handled, not interrupted."""
+
+    def __init__(self, updates: UpdateLog, owner: str | None = None, alive: Callable[[str], Awaitable[bool]] | None = None) -> None:
         self.updates = updates
-        self.owner = uuid.uuid4().hex
+        self.owner = owner or uuid.uuid4().hex
+        self.alive = alive
         self._pruned_at = 0.0
 
     async def claim(self, channel: str, update_id: str) -> Delivery:
@@ -103,7 +109,10 @@ class Deliveries:
         earlier = await self.updates.claim_update(channel, update_id, self.owner)
         if earlier is None:
             return Delivery.FIRST
-        if earlier.finished or earlier.owner == self.owner or not await self.updates.take_over_update(channel, update_id, earlier.owner, self.owner):
+        if earlier.finished or earlier.owner == self.owner or (self.alive is not None and await self.alive(earlier.owner)):
+            log.info("%s update %s was delivered again, or to another instance too; handled there", channel, update_id)
+            return Delivery.REPEAT
+        if not await self.updates.take_over_update(channel, update_id, earlier.owner, self.owner):
             log.info("%s update %s was delivered again; already handled", channel, update_id)
             return Delivery.REPEAT
         log.warning("%s update %s was claimed by a bridge run that stopped before finishing it; not handled again", channel, update_id)

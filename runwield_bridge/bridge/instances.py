@@ -46,6 +46,8 @@ class InstanceLog(Protocol):
 
     async def end_lease(self, name: str, owner: str) -> None: ...
 
+    async def lease_held(self, name: str) -> bool: ...  # type: ignore[empty-body]
+
     async def dead_instances(self) -> list[str]: ...  # type: ignore[empty-body]
 
     async def owner(self, conversation: str, me: str) -> str: ...  # type: ignore[empty-body]
@@ -97,7 +99,7 @@ class Instances:
 
     @property
     def lease(self) -> str:
-        return f"instance:{self.id}"
+        return lease_of(self.id)
 
     @property
     def channel(self) -> str:
@@ -123,6 +125,10 @@ class Instances:
         await self.notifications.unlisten(self.channel, self._heard)
         with contextlib.suppress(Exception):
             await self.shared.end_lease(self.lease, self.id)
+
+    async def alive(self, instance: str) -> bool:
+        """Whether ``instance`` (an id) lives: its lease is held."""
+        return await self.shared.lease_held(lease_of(instance))
 
     async def owner(self, conversation: str) -> str:
         """The instance that handles ``conversation``: its live owner, else this one (which then owns it)."""
@@ -224,6 +230,11 @@ class Instances:
         except Exception:
             log.exception("a %s handed over from instance %s failed", handoff.kind, handoff.origin[:8])
         await self.shared.finish_handoff(handoff.id)
+
+
+def lease_of(instance: str) -> str:
+    """The lease an instance holds while it lives."""
+    return f"instance:{instance}"
 
 
 def channel_of(instance: str) -> str:

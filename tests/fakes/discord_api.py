@@ -364,11 +364,11 @@ class DiscordFake(FakeServer):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), remaining)
 
-    async def dispatch(self, event: str, data: dict[str, Any], *, wait_for_client: bool = True) -> None:
-        """Send a DISPATCH event to every ready client (honouring their intents for MESSAGE_CREATE)."""
+    async def dispatch(self, event: str, data: dict[str, Any], *, wait_for_client: bool = True, to: GatewaySession | None = None) -> None:
+        """Send a DISPATCH event to every ready client, or only ``to`` (honouring their intents for MESSAGE_CREATE)."""
         if wait_for_client:
             await self.wait_for_session()
-        for session in [s for s in self.sessions if s.ready and not s.ws.closed]:
+        for session in [s for s in self.sessions if s.ready and not s.ws.closed and to in (None, s)]:
             payload = self._filter_for_intents(session, event, data)
             if payload is not None:
                 await session.send(OP_DISPATCH, payload, event)
@@ -390,9 +390,10 @@ class DiscordFake(FakeServer):
         attachments: list[dict[str, Any]] | None = None,
         mentions: list[int] | None = None,
         reference_id: int | None = None,
+        to: GatewaySession | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
-        """Dispatch MESSAGE_CREATE from a user (default alice in #general); mentions are parsed from content."""
+        """Dispatch MESSAGE_CREATE from a user (default alice in #general) to every client or ``to``; mentions are parsed from content."""
         cid = channel_id or self.channel_id
         author = self.users[author_id or self.user_id]
         if cid not in self.channels:
@@ -408,7 +409,7 @@ class DiscordFake(FakeServer):
             reference_id=reference_id,
             **extra,
         )
-        await self.dispatch("MESSAGE_CREATE", self._gateway_message(message))
+        await self.dispatch("MESSAGE_CREATE", self._gateway_message(message), to=to)
         return message
 
     async def replay_message(self, message: dict[str, Any]) -> None:
@@ -423,8 +424,9 @@ class DiscordFake(FakeServer):
         channel_id: int | None = None,
         user_id: int | None = None,
         message: dict[str, Any] | None = None,
+        to: GatewaySession | None = None,
     ) -> FakeInteraction:
-        """Dispatch a raw INTERACTION_CREATE of any type."""
+        """Dispatch a raw INTERACTION_CREATE of any type (to every client, or only ``to``)."""
         cid = channel_id or self.channel_id
         channel = self.channels[cid]
         user = self.users[user_id or self.user_id]
@@ -459,7 +461,7 @@ class DiscordFake(FakeServer):
             payload["message"] = message
         interaction = FakeInteraction(payload)
         self.interactions[interaction.id] = interaction
-        await self.dispatch("INTERACTION_CREATE", payload)
+        await self.dispatch("INTERACTION_CREATE", payload, to=to)
         return interaction
 
     async def inject_component_click(
@@ -470,6 +472,7 @@ class DiscordFake(FakeServer):
         user_id: int | None = None,
         component_type: int = 2,
         values: list[str] | None = None,
+        to: GatewaySession | None = None,
     ) -> FakeInteraction:
         """Dispatch a button/select click on a stored message (default: the bot's latest message)."""
         if message_id is None:
@@ -480,7 +483,7 @@ class DiscordFake(FakeServer):
         if values is not None:
             data["values"] = values
         return await self.inject_interaction(
-            3, data, channel_id=int(message["channel_id"]), user_id=user_id, message=message
+            3, data, channel_id=int(message["channel_id"]), user_id=user_id, message=message, to=to
         )
 
     async def inject_slash_command(
@@ -492,6 +495,7 @@ class DiscordFake(FakeServer):
         user_id: int | None = None,
         command_guild_id: int | None = None,
         resolved: dict[str, Any] | None = None,
+        to: GatewaySession | None = None,
     ) -> FakeInteraction:
         """Dispatch an application (slash) command invocation; dict options get their types inferred."""
         cid = channel_id or self.channel_id
@@ -512,7 +516,7 @@ class DiscordFake(FakeServer):
             data["guild_id"] = str(command_guild_id)
         if resolved:
             data["resolved"] = resolved
-        return await self.inject_interaction(2, data, channel_id=cid, user_id=user_id)
+        return await self.inject_interaction(2, data, channel_id=cid, user_id=user_id, to=to)
 
     async def disconnect_clients(self, code: int = 4000) -> None:
         """Close every gateway connection (discord.py will reconnect and RESUME)."""

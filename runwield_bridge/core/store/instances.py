@@ -20,6 +20,7 @@ TAKE_LEASE = text(
     "ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at "
     "WHERE leases.owner = EXCLUDED.owner OR leases.expires_at < " + NOW + " RETURNING owner"
 )
+LEASE_HELD = text("SELECT 1 FROM leases WHERE name = :name AND expires_at >= " + NOW)
 END_LEASE = text("UPDATE leases SET expires_at = 0 WHERE name = :name AND owner = :owner")
 DEAD_INSTANCES = text(
     "DELETE FROM leases WHERE name LIKE '" + INSTANCE + "%' AND expires_at < " + NOW + " RETURNING owner"
@@ -53,6 +54,11 @@ class InstanceRepository:
         """Take or renew the lease for ``ttl`` seconds; False while another owner's lease has not expired."""
         async with self.engine.begin() as conn:
             return (await conn.execute(TAKE_LEASE, {"name": name, "owner": owner, "ttl": ttl})).first() is not None
+
+    async def lease_held(self, name: str) -> bool:
+        """Whether someone holds the lease ``name`` now (it is not expired, nor let go of)."""
+        async with self.engine.begin() as conn:
+            return (await conn.execute(LEASE_HELD, {"name": name})).first() is not None
 
     async def end_lease(self, name: str, owner: str) -> None:
         """Let the lease expire now (an instance's: a survivor takes over what it left, as after a death)."""
