@@ -5,19 +5,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
 from ..channels.contract import Channel
-from ..channels.types import ButtonPress, Conversation, IncomingMessage, ModelMenu, Sender
+from ..channels.types import BridgeError, ButtonPress, Conversation, IncomingMessage, ModelMenu, Sender
 from .dedupe import Delivery
 from .delivery import deliver
 from .bridge import Bridge
-from .handed_events import message_from, message_json, press_from, press_json
-from .instances import HandoffRecord
+from .handed_events import answer_from, answer_json, menu_from, menu_json, message_from, message_json, press_from, press_json, request_from, request_json
+from .instances import HANDED_OVER, HandoffRecord
 
 
 INTERRUPTED = (
     "⚠️ The bridge restarted while it was handling a message or button press here, so it was not handled "
     "again (nothing is answered twice). If you got no answer, send it again."
 )
+NO_ANSWER = "The bridge instance handling this conversation did not answer in time, so this may not have been done; try again."
 
 
 class ChannelInbox:
@@ -69,7 +72,7 @@ class ChannelInbox:
                 return self.bridge.receive_press(self.channel, press)
             assert self.bridge.instances is not None
             handoff = await self.bridge.instances.hand_off(owner, self.channel.name, "press", press_json(press))
-        return await self.bridge.instances.notice_for(handoff)
+        return await self.bridge.instances.answer_for(handoff) or HANDED_OVER
 
     async def listen_alone(self, listen: Callable[[], Awaitable[None]]) -> None:
         if self.bridge.instances is None:
@@ -78,11 +81,19 @@ class ChannelInbox:
             await self.bridge.instances.exclusively(f"listen:{self.channel.name}", listen)
 
     async def take_handoff(self, handoff: HandoffRecord) -> str | None:
-        """An event another instance received for a conversation this one owns, handled as if received here."""
+        """An event another instance received for a conversation this one owns, handled as if received here; the answer
+        to send back (a press's notice, a request's result), None for a message."""
+        if handoff.kind == "message":
+            await self.bridge.receive_message(self.channel, message_from(handoff.payload))
+            return None
         if handoff.kind == "press":
             return self.bridge.receive_press(self.channel, press_from(handoff.payload))
-        await self.bridge.receive_message(self.channel, message_from(handoff.payload))
-        return None
+        conversation, args = request_from(handoff.payload)
+        try:
+            result = await self._run(handoff.kind, conversation, args)
+        except BridgeError as exc:
+            return answer_json(error=exc)
+        return answer_json(menu_json(result) if handoff.kind == "models" else result)
 
     @contextlib.asynccontextmanager
     async def _routed(self, conversation: Conversation) -> AsyncIterator[str | None]:
@@ -96,18 +107,43 @@ class ChannelInbox:
             owner = await instances.owner(conversation.key)
             yield None if owner == instances.id else owner
 
-    async def new_session(self, conversation: Conversation, agent: str | None = None, cwd: str | None = None) -> str:
+    async def _request(self, kind: str, conversation: Conversation, args: dict[str, Any], decode: Callable[[Any], Any] = lambda value: value) -> Any:
+        """Run a request of the channel's where the conversation's turns run: here, or on its owner (its result sent
+        back as JSON, ``decode``d here; a BridgeError raised there is raised here)."""
+        async with self._routed(conversation) as owner:
+            if owner is None:
+                return await self._run(kind, conversation, args)
+            assert self.bridge.instances is not None
+            handoff = await self.bridge.instances.hand_off(owner, self.channel.name, kind, request_json(conversation, args))
+        answer = await self.bridge.instances.answer_for(handoff)
+        if answer is None:
+            raise BridgeError(NO_ANSWER)
+        return decode(answer_from(answer))
+
+    async def _run(self, kind: str, conversation: Conversation, args: dict[str, Any]) -> Any:
+        """A request run here, where the conversation's turns run."""
         state = await self.bridge.open_state(self.channel, conversation)
+        if kind == "cancel":
+            return await self.bridge.cancel(state)
         async with state.lock:
-            return await self.bridge.new_session(state, agent, cwd)
+            if kind == "new_session":
+                return await self.bridge.new_session(state, args["agent"], args["cwd"])
+            if kind == "resume":
+                return (await self.bridge.resume(state, args["session_id"]))[0]
+            if kind == "models":
+                return await self.bridge.models(state)
+            if kind == "choose_model":
+                return await self.bridge.choose_model(state, args["value"])
+        raise ValueError(f"no request named {kind!r}")
+
+    async def new_session(self, conversation: Conversation, agent: str | None = None, cwd: str | None = None) -> str:
+        return str(await self._request("new_session", conversation, {"agent": agent, "cwd": cwd}))
 
     async def resume(self, conversation: Conversation, session_id: str) -> str:
-        state = await self.bridge.open_state(self.channel, conversation)
-        async with state.lock:
-            return (await self.bridge.resume(state, session_id))[0]
+        return str(await self._request("resume", conversation, {"session_id": session_id}))
 
     async def cancel(self, conversation: Conversation) -> bool:
-        return await self.bridge.cancel(await self.bridge.open_state(self.channel, conversation))
+        return bool(await self._request("cancel", conversation, {}))
 
     def awaiting_answer(self, conversation: Conversation) -> bool:
         return self.bridge.questions.has_open(conversation)
@@ -119,11 +155,7 @@ class ChannelInbox:
         return await self.bridge.is_bound(conversation)
 
     async def models(self, conversation: Conversation) -> ModelMenu | None:
-        state = await self.bridge.open_state(self.channel, conversation)
-        async with state.lock:
-            return await self.bridge.models(state)
+        return await self._request("models", conversation, {}, menu_from)  # type: ignore[no-any-return]
 
     async def choose_model(self, conversation: Conversation, value: str) -> str:
-        state = await self.bridge.open_state(self.channel, conversation)
-        async with state.lock:
-            return await self.bridge.choose_model(state, value)
+        return str(await self._request("choose_model", conversation, {"value": value}))

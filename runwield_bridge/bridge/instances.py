@@ -24,8 +24,10 @@ log = logging.getLogger(__name__)
 RENEW_SECONDS = 2.0
 LEASE_SECONDS = 8.0
 """A lease not renewed for this long has expired: a dead instance is taken over within about 10 s of its death."""
-NOTICE_WAIT_SECONDS = 10.0
-"""How long an instance that handed a button press over waits for the owner's notice for the presser."""
+ANSWER_WAIT_SECONDS = 10.0
+"""How long an instance that handed a button press or a request over waits for the owner's answer."""
+EARLY_ANSWERS = 64
+"""Answers kept that came before their asker began to wait (a fast owner): the last few are enough."""
 HANDED_OVER = "Passed on to the instance handling this conversation."
 RELEASED = "wld_lease_released"
 """The channel a lease's name is sent on when its holder lets go of it, so a waiting instance takes it at once."""
@@ -76,7 +78,7 @@ class Notifications(Protocol):
 
 
 OnHandoff = Callable[[HandoffRecord], Awaitable[str | None]]
-"""Handle an event handed over; returns the notice for a button's presser (None for a message)."""
+"""Handle an event handed over; returns the answer for the instance that handed it (None for a message)."""
 OnDeath = Callable[[str, list[str], list[HandoffRecord]], Awaitable[None]]
 """Take up what a dead instance had: its id, its conversations (now this instance's), and the handoffs it had
 started and not finished (never run again: their conversations are told)."""
@@ -93,7 +95,8 @@ class Instances:
         self._on_handoff: OnHandoff | None = None
         self._on_death: OnDeath | None = None
         self._incoming: asyncio.Queue[int | None] = asyncio.Queue()
-        self._notices: dict[int, asyncio.Future[str]] = {}
+        self._answers: dict[int, asyncio.Future[str]] = {}
+        self._early: dict[int, str] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._supervisors: list[Supervisor] = []
 
@@ -137,15 +140,17 @@ class Instances:
     async def hand_off(self, owner: str, channel: str, kind: str, payload: str) -> int:
         return await self.shared.hand_off(owner, self.id, channel, kind, payload, channel_of(owner))
 
-    async def notice_for(self, handoff_id: int) -> str:
-        """The owner's notice for a button press handed over (or a plain one, if it does not come in time)."""
-        future = self._notices[handoff_id] = asyncio.get_running_loop().create_future()
+    async def answer_for(self, handoff_id: int) -> str | None:
+        """The owner's answer to a press or request handed over; None if it does not come within ``ANSWER_WAIT_SECONDS``."""
+        if (early := self._early.pop(handoff_id, None)) is not None:
+            return early
+        future = self._answers[handoff_id] = asyncio.get_running_loop().create_future()
         try:
-            return await asyncio.wait_for(future, NOTICE_WAIT_SECONDS)
+            return await asyncio.wait_for(future, ANSWER_WAIT_SECONDS)
         except TimeoutError:
-            return HANDED_OVER
+            return None
         finally:
-            self._notices.pop(handoff_id, None)
+            self._answers.pop(handoff_id, None)
 
     async def exclusively(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
         """Run ``run`` only while this instance holds the lease ``name``: wait for it (taken at once when its holder
@@ -196,18 +201,22 @@ class Instances:
             await asyncio.sleep(RENEW_SECONDS)
 
     def _heard(self, payload: str | None) -> None:
-        """A notification on this instance's channel: ``handoff:ID``, ``notice:ID:TEXT``, or None (look for missed ones)."""
+        """A notification on this instance's channel: ``handoff:ID``, ``answer:ID:TEXT``, or None (look for missed ones)."""
         if payload is None:
             self._incoming.put_nowait(None)
             return
         kind, _, rest = payload.partition(":")
         if kind == "handoff":
             self._incoming.put_nowait(int(rest))
-        elif kind == "notice":
-            handoff_id, _, notice = rest.partition(":")
-            future = self._notices.get(int(handoff_id))
-            if future is not None and not future.done():
-                future.set_result(notice)
+        elif kind == "answer":
+            handoff_id, _, answer = rest.partition(":")
+            future = self._answers.get(int(handoff_id))
+            if future is None:
+                self._early[int(handoff_id)] = answer
+                while len(self._early) > EARLY_ANSWERS:
+                    del self._early[next(iter(self._early))]
+            elif not future.done():
+                future.set_result(answer)
 
     async def _take_handoffs(self) -> None:
         """Start the handoffs for this instance in the order they came, each handled in a task of its own."""
@@ -224,9 +233,9 @@ class Instances:
     async def _handle(self, handoff: HandoffRecord) -> None:
         assert self._on_handoff is not None and handoff.id is not None
         try:
-            notice = await self._on_handoff(handoff)
-            if notice is not None:
-                await self.notifications.notify(channel_of(handoff.origin), f"notice:{handoff.id}:{notice}")
+            answer = await self._on_handoff(handoff)
+            if answer is not None:
+                await self.notifications.notify(channel_of(handoff.origin), f"answer:{handoff.id}:{answer}")
         except Exception:
             log.exception("a %s handed over from instance %s failed", handoff.kind, handoff.origin[:8])
         await self.shared.finish_handoff(handoff.id)

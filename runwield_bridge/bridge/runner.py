@@ -126,7 +126,7 @@ class BridgeService:
         again (as for an update a crash cut short, dedupe.py), its conversation is told."""
         for channel in self.channels:
             await self.bridge.take_up(channel, dead, [key for key in conversations if key.startswith(f"{channel.name}:")])
-        for handoff in cut:
+        for handoff in (h for h in cut if h.kind in ("message", "press")):  # a request's asker says it got no answer
             inbox = self.inboxes.get(handoff.channel)
             event = message_from(handoff.payload) if handoff.kind == "message" else press_from(handoff.payload)
             if inbox is not None and inbox.allows(event.sender, event.conversation):

@@ -8,8 +8,9 @@ when ``allow_bots`` is.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -34,6 +35,8 @@ log = logging.getLogger(__name__)
 
 CHANNEL_RATE = 1.0  # Discord lets a bot post about five messages per five seconds in one channel
 CHANNEL_BURST = 5
+ACK_SECONDS = 2.0
+"""How long an interaction's answer may take before it is acknowledged first: Discord drops one not answered in 3 s."""
 MAX_RATE_LIMIT_WAIT = 30.0  # discord.py sleeps through shorter 429s itself; longer ones surface as RateLimited
 NO_MENTIONS = discord.AllowedMentions.none()
 INTENTS = discord.Intents(guilds=True, guild_messages=True, dm_messages=True, message_content=True)
@@ -132,64 +135,68 @@ class DiscordChannel:
 
     async def _on_component(self, interaction: discord.Interaction, custom_id: str) -> None:
         """A button press answers a Bridge question; a model menu choice switches the session's model."""
-        inbox, asker = self._inbox, await self._asker(interaction)
-        if inbox is None or asker is None:
-            return
-        conversation, sender = asker
-        if custom_id.startswith(PRESS_PREFIX):
-            async with inbox.first_delivery(f"interaction:{interaction.id}", conversation, sender) as first:
-                if first:
-                    notice = await inbox.receive_press(ButtonPress(conversation, sender, custom_id, *_pressed(interaction, conversation, custom_id)))
-                    await interaction.response.send_message(notice, ephemeral=True)
-        elif custom_id == MODEL_SELECT:
-            await interaction.response.defer()
-            values = (interaction.data or {}).get("values") or [""]
-            try:
-                notice = await inbox.choose_model(conversation, str(values[0]))
-            except BridgeError as exc:
-                notice = str(exc)
-            await interaction.edit_original_response(content=notice, view=None)
+        async with self._claimed(interaction) as (inbox, asker):
+            if asker is None:
+                return
+            conversation, sender = asker
+            if custom_id.startswith(PRESS_PREFIX):
+                press = ButtonPress(conversation, sender, custom_id, *_pressed(interaction, conversation, custom_id))
+                await _tell_privately(interaction, inbox.receive_press(press))
+            elif custom_id == MODEL_SELECT:
+                await interaction.response.defer()
+                values = (interaction.data or {}).get("values") or [""]
+                try:
+                    notice = await inbox.choose_model(conversation, str(values[0]))
+                except BridgeError as exc:
+                    notice = str(exc)
+                await interaction.edit_original_response(content=notice, view=None)
 
     async def _run_command(self, interaction: discord.Interaction, text: str) -> None:
         """A slash command, echoed where it was given and handled as if typed there."""
-        inbox, asker = self._inbox, await self._asker(interaction)
-        if inbox is None or asker is None:
-            return
-        async with inbox.first_delivery(f"interaction:{interaction.id}", *asker) as first:
-            if first:
+        async with self._claimed(interaction) as (inbox, asker):
+            if asker is not None:
                 await interaction.response.send_message(text, allowed_mentions=NO_MENTIONS)
                 await inbox.receive_message(IncomingMessage(*asker, text))
 
     async def _show_models(self, interaction: discord.Interaction) -> None:
         """/models: the session's models as a select menu, or else the agent's own /model command."""
-        inbox, asker = self._inbox, await self._asker(interaction)
-        if inbox is None or asker is None:
-            return
-        await interaction.response.defer(ephemeral=True, thinking=True)
-        try:
-            menu = await inbox.models(asker[0])
-        except BridgeError as exc:
-            await interaction.followup.send(str(exc), ephemeral=True)
-            return
-        if menu is None or not menu.choices:
-            await interaction.followup.send("This agent lists no models; asking it with /model.", ephemeral=True)
-            await inbox.receive_message(IncomingMessage(*asker, "/model"))
-            return
-        await interaction.followup.send(f"Current model: {menu.current or 'unknown'}", view=model_view(menu), ephemeral=True)
+        async with self._claimed(interaction) as (inbox, asker):
+            if asker is None:
+                return
+            await interaction.response.defer(ephemeral=True, thinking=True)
+            try:
+                menu = await inbox.models(asker[0])
+            except BridgeError as exc:
+                await interaction.followup.send(str(exc), ephemeral=True)
+                return
+            if menu is None or not menu.choices:
+                await interaction.followup.send("This agent lists no models; asking it with /model.", ephemeral=True)
+                await inbox.receive_message(IncomingMessage(*asker, "/model"))
+                return
+            await interaction.followup.send(f"Current model: {menu.current or 'unknown'}", view=model_view(menu), ephemeral=True)
 
-    async def _asker(self, interaction: discord.Interaction) -> tuple[Conversation, Sender] | None:
-        """Where and by whom an interaction was made; None (after telling them privately) if they may not."""
-        if self._inbox is None:
-            return None
+    @contextlib.asynccontextmanager
+    async def _claimed(self, interaction: discord.Interaction) -> AsyncIterator[tuple[Inbox, tuple[Conversation, Sender] | None]]:
+        """The inbox, and where and by whom an interaction was made, for its first delivery: every instance of the bot
+        gets each interaction, one claims it. None for the others, and (after telling them privately) for people who
+        may not use the bot there."""
+        inbox = self._inbox
+        if inbox is None:
+            raise ConnectionError("an interaction came before the Discord channel started")
         conversation, sender = conversation_of(interaction.channel), sender_of(interaction.user)
-        if not conversation.group and not self.settings.allow_dms:
-            refusal = "Direct messages to this bot are turned off."
-        elif not self._inbox.allows(sender, conversation):
-            refusal = stranger_notice(self.name, sender, conversation)
-        else:
-            return conversation, sender
-        await interaction.response.send_message(refusal, ephemeral=True)
-        return None
+        async with inbox.first_delivery(f"interaction:{interaction.id}", conversation, sender) as first:
+            if not first:
+                yield inbox, None
+                return
+            if not conversation.group and not self.settings.allow_dms:
+                refusal = "Direct messages to this bot are turned off."
+            elif not inbox.allows(sender, conversation):
+                refusal = stranger_notice(self.name, sender, conversation)
+            else:
+                yield inbox, (conversation, sender)
+                return
+            await interaction.response.send_message(refusal, ephemeral=True)
+            yield inbox, None
 
     # -- sending -------------------------------------------------------------
 
@@ -243,6 +250,21 @@ async def _rate_limited(call: Awaitable[Any]) -> Any:
         return await call
     except discord.RateLimited as exc:
         raise RateLimited(exc.retry_after) from None
+
+
+async def _tell_privately(interaction: discord.Interaction, notice: Awaitable[str]) -> None:
+    """Answer an interaction with ``notice`` privately; if it takes longer than ``ACK_SECONDS`` (a press handed to
+    another instance), acknowledge it first, as Discord wants within 3 s, and send the notice when it comes."""
+    pending = asyncio.ensure_future(notice)
+    try:
+        done, _ = await asyncio.wait([pending], timeout=ACK_SECONDS)
+        if done:
+            await interaction.response.send_message(pending.result(), ephemeral=True)
+            return
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        await interaction.followup.send(await pending, ephemeral=True)
+    finally:
+        pending.cancel()
 
 
 def _pressed(interaction: discord.Interaction, conversation: Conversation, custom_id: str) -> tuple[MessageRef | None, str]:
