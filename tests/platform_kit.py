@@ -15,7 +15,7 @@ from runwield_bridge.bridge.runner import BridgeService
 from runwield_bridge.bridge.supervisor import Supervisor
 from runwield_bridge.config import Settings
 from tests.bridge_kit import FAST_BACKOFF
-from tests.fakes.base import FakeServer, HttpResult
+from tests.fakes.base import FakeServer, HttpResult, RecordedCall
 from tests.fakes.discord_api import FLAG_EPHEMERAL, DiscordFake, FakeInteraction
 from tests.fakes.slack_api import SlackFake
 from waiting import PATIENCE, POLL, until
@@ -50,6 +50,8 @@ async def settled(fake: FakeServer, find: Callable[[], list[dict[str, Any]]], ti
     return found[-1]
 
 
+DEFERRED = 5
+"""An interaction response that acknowledges it now and answers later (``DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE``)."""
 QUICK = {"edit_interval": 0.05, "sender_context": "never"}
 """Section keys for tests: fast edits, prompts without sender context (so replies echo the text alone)."""
 
@@ -72,6 +74,22 @@ def discord_section(fake: DiscordFake, **overrides: Any) -> dict[str, Any]:
         **QUICK,
         **overrides,
     }
+
+
+async def told(fake: DiscordFake, interaction: FakeInteraction) -> str:
+    """What the bot told the person who made the interaction: its response, or the follow-up of a deferred one."""
+    await fake.wait_until(lambda: bool(interaction.responses), timeout=PATIENCE)
+    response = interaction.responses[0]
+    if response["type"] != DEFERRED:
+        return str(response["data"].get("content", ""))
+    found: list[RecordedCall] = []
+
+    def followed_up() -> bool:
+        found[:] = [c for c in fake.calls_to("create_followup") if c.path_params["token"] == interaction.token]
+        return bool(found)
+
+    await fake.wait_until(followed_up, timeout=PATIENCE)
+    return str(found[0]["content"])
 
 
 class DiscordWorld:

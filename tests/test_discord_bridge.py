@@ -7,10 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from runwield_bridge.bridge.inbox import ChannelInbox
+from runwield_bridge.channels.discord import channel as discord_channel
 from runwield_bridge.channels.discord.components import MODEL_SELECT
+from runwield_bridge.channels.types import ButtonPress
 from tests.bridge_kit import asking_agent
-from tests.fakes.discord_api import DiscordFake
-from tests.platform_kit import discord_world
+from tests.fakes.discord_api import FLAG_EPHEMERAL, DiscordFake
+from tests.platform_kit import DEFERRED, discord_world, told
 
 
 async def test_a_mention_opens_a_thread_where_the_answer_streams_and_no_mention_is_needed_after(tmp_path: Path) -> None:
@@ -82,6 +85,28 @@ async def test_a_question_becomes_buttons_and_only_an_allowed_click_answers(tmp_
         await world.reply_containing(thread, 'form: accept {"colour": "green"}')
         settled = world.fake.messages[int(message["id"])]
         assert "→ green" in settled["content"] and settled["components"] == []
+
+
+async def test_a_press_whose_notice_is_slow_is_acknowledged_at_once_and_its_notice_follows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    released = asyncio.Event()
+    receive_press = ChannelInbox.receive_press
+
+    async def slow(inbox: ChannelInbox, press: ButtonPress) -> str:  # as a press handed to a slow owner instance
+        await released.wait()
+        return await receive_press(inbox, press)
+
+    monkeypatch.setattr(ChannelInbox, "receive_press", slow)
+    monkeypatch.setattr(discord_channel, "ACK_SECONDS", 0.05)
+    async with discord_world(section={"agent": "asker"}, agents={"asker": asking_agent(tmp_path)}) as world:
+        thread = await world.mention("please choose")
+        message, buttons = await world.buttons(thread, "Pick a colour")
+        click = await world.fake.inject_component_click(buttons[1]["custom_id"], message_id=int(message["id"]))
+        deferred = await world.answer(click)
+        assert deferred["type"] == DEFERRED and deferred["data"]["flags"] == FLAG_EPHEMERAL, "acknowledged privately, within Discord's 3 s"
+        released.set()
+        assert await told(world.fake, click) == "Answer recorded."
+        assert world.fake.calls_to("create_followup")[-1]["flags"] == FLAG_EPHEMERAL
+        await world.reply_containing(thread, 'form: accept {"colour": "green"}')
 
 
 async def test_a_click_counts_only_in_the_thread_that_owns_the_question_and_only_from_someone_allowed_there(tmp_path: Path) -> None:

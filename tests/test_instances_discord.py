@@ -15,8 +15,8 @@ import asyncpg
 
 from runwield_bridge.channels.discord.components import MODEL_SELECT
 from tests.database_kit import fetch, postgres_database
-from tests.fakes.discord_api import FLAG_EPHEMERAL, DiscordFake, FakeInteraction, GatewaySession
-from tests.platform_kit import QUICK, discord_section, shows
+from tests.fakes.discord_api import FLAG_EPHEMERAL, DiscordFake, GatewaySession
+from tests.platform_kit import QUICK, discord_section, shows, told
 from tests.wld_process import start_bridge, stop_bridges, write_config
 from waiting import PATIENCE
 
@@ -66,21 +66,6 @@ class Cluster:
 
     async def until_said(self, channel: int, text: str) -> None:
         await self.fake.wait_until(lambda: any(text in said for said in self.says(channel)), timeout=PATIENCE)
-
-    async def acknowledged(self, interaction: FakeInteraction) -> str:
-        """What the bot told the person who made the interaction: its response, or the follow-up of a deferred one."""
-        await self.fake.wait_until(lambda: bool(interaction.responses), timeout=PATIENCE)
-        response = interaction.responses[0]
-        if response["type"] != 5:  # not deferred
-            return str(response["data"].get("content", ""))
-        found: list[dict[str, Any]] = []
-
-        def followed_up() -> bool:
-            found[:] = [c for c in self.fake.calls_to("create_followup") if c.path_params["token"] == interaction.token]
-            return bool(found)
-
-        await self.fake.wait_until(followed_up, timeout=PATIENCE)
-        return str(found[0]["content"])
 
 
 @contextlib.asynccontextmanager
@@ -145,7 +130,7 @@ async def test_two_instances_on_one_gateway_answer_once_share_questions_and_the_
             await fake.wait_until(asked, timeout=PATIENCE)
             [button] = [c for row in message["components"] for c in row["components"] if c["label"] == label]
             press = await fake.inject_component_click(button["custom_id"], message_id=int(message["id"]), user_id=world.users[0], to=second)
-            assert await world.acknowledged(press) == "Answer recorded.", "the presser sees what the owner did with the press"
+            assert await told(fake, press) == "Answer recorded.", "the presser sees what the owner did with the press"
         await world.until_said(dm, "Anything else")
         await fake.inject_message("only on CI", channel_id=dm, author_id=world.users[0], to=second)
         await world.until_said(dm, "Your answers, in order: 1. Rust; 2. Yes; 3. only on CI.")

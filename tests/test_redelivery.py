@@ -94,6 +94,20 @@ async def test_a_discord_message_replayed_after_a_gateway_resume_is_handled_once
         assert world.texts(thread) == ["You said: hello", "You said: and then"]
 
 
+async def test_an_update_another_live_instance_is_handling_is_a_repeat_and_one_a_dead_instance_left_is_interrupted() -> None:
+    updates, living = MemoryUpdateLog(), {"a", "b"}
+
+    async def alive(instance: str) -> bool:
+        return instance in living
+
+    a, b = Deliveries(updates, "a", alive), Deliveries(updates, "b", alive)
+    assert await a.claim("discord", "1") is Delivery.FIRST
+    assert await b.claim("discord", "1") is Delivery.REPEAT, "both instances got the gateway event: the other handles it"
+    assert await a.claim("discord", "2") is Delivery.FIRST
+    living.discard("a")
+    assert await b.claim("discord", "2") is Delivery.INTERRUPTED, "its claimer died before finishing it"
+
+
 async def test_claims_are_per_channel_survive_a_restart_and_are_pruned_after_days(database_url: str) -> None:
     store = await Store.open(database_url)
     try:
