@@ -140,6 +140,10 @@ async def test_two_instances_on_one_gateway_answer_once_share_questions_and_the_
         await fake.wait_until(lambda: any(c.path_params["token"] == shown.token for c in fake.calls_to("create_followup")), timeout=PATIENCE)
         [menu] = [m for m in fake.bot_messages(dm) if m.get("components") and m["components"][0]["components"][0]["custom_id"] == MODEL_SELECT]
         assert menu["content"] == "Current model: scripted"
+        refused = await fake.inject_component_click(
+            MODEL_SELECT, message_id=int(menu["id"]), user_id=world.users[0], component_type=3, values=["no-such-model"], to=second
+        )
+        await fake.wait_until(lambda: "The model was not changed" in fake.messages[int(menu["id"])]["content"], timeout=PATIENCE)
         choice = await fake.inject_component_click(
             MODEL_SELECT, message_id=int(menu["id"]), user_id=world.users[0], component_type=3, values=["scripted-fast"], to=second
         )
@@ -154,6 +158,6 @@ async def test_two_instances_on_one_gateway_answer_once_share_questions_and_the_
         assert model == "scripted-fast"
 
         assert await world.owner(f"discord:{dm}") == first, "the conversation stayed with its owner"
-        for interaction in (press, shown, choice):
+        for interaction in (press, shown, refused, choice):
             assert len(interaction.responses) == 1, "each interaction acknowledged once"
         assert not [c for c in fake.calls_to("create_interaction_response") if c.status != 204 and c.status != 200], "no second acknowledgement"
