@@ -180,3 +180,36 @@ async def test_a_listener_only_one_instance_runs_moves_at_once_when_its_holder_l
     await until(lambda: running == ["here", "there"], "the other instance listening once the lease is let go")
     second.cancel()
     await asyncio.gather(first, second, return_exceptions=True)
+
+
+async def test_an_owners_answer_reaches_the_asker_even_before_it_waits_and_none_comes_for_a_silent_owner(
+    two: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(instances, "ANSWER_WAIT_SECONDS", SHORT)
+    (here, there), (a, b) = two, repositories(two)
+    asker, owner = Instances(a, here.notifier), Instances(b, there.notifier)
+
+    async def answer(handoff: instances.HandoffRecord) -> str | None:
+        return None if handoff.payload == "silent" else f"answer to {handoff.payload}: with a colon"
+
+    async def no_deaths(*_: object) -> None:
+        pass
+
+    await asker.start(answer, no_deaths)
+    await owner.start(answer, no_deaths)
+    heard: list[str | None] = []
+    await here.notifier.listen(asker.channel, heard.append)  # after the asker's own listener: it hears each answer second
+    try:
+        assert await asker.alive(owner.id) and not await asker.alive("no-such-instance")
+        first = await asker.hand_off(owner.id, "discord", "models", "one")
+        assert await asker.answer_for(first) == "answer to one: with a colon"
+        early = await asker.hand_off(owner.id, "discord", "models", "two")
+        await until(lambda: any(h and h.startswith(f"answer:{early}:") for h in heard), "the answer, before the asker waits for it")
+        assert await asker.answer_for(early) == "answer to two: with a colon"
+        assert await asker.answer_for(await asker.hand_off(owner.id, "discord", "models", "silent")) is None
+        await owner.stop()
+        assert not await asker.alive(owner.id), "a stopped instance's lease is let go of"
+    finally:
+        await here.notifier.unlisten(asker.channel, heard.append)
+        await owner.stop()
+        await asker.stop()
