@@ -52,6 +52,11 @@ async def fetch(url: str, sql: str, *args: Any) -> list[asyncpg.Record]:
         await conn.close()
 
 
+async def conversation_owner(url: str, conversation: str) -> str:
+    """The instance that owns a conversation, as the database says."""
+    return str((await fetch(url, "SELECT instance FROM conversation_owners WHERE conversation = $1", conversation))[0][0])
+
+
 @contextlib.asynccontextmanager
 async def database(backend: str, directory: Path) -> AsyncIterator[str]:
     """A fresh database's URL on ``backend``: a SQLite file in ``directory``, or a new PostgreSQL database."""

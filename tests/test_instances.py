@@ -19,7 +19,7 @@ import asyncpg
 from waiting import PATIENCE, POLL
 
 from tests.bridge_kit import SECRET
-from tests.database_kit import fetch, postgres_database
+from tests.database_kit import conversation_owner, fetch, postgres_database
 from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import TelegramFake
 from tests.wld_process import free_port, start_bridge, stop_bridges, write_config
@@ -98,7 +98,7 @@ class Cluster:
         return str(found[0][0]) if found else None
 
     async def owner(self, conversation: str) -> str:
-        return str((await self.query("SELECT instance FROM conversation_owners WHERE conversation = $1", conversation))[0][0])
+        return await conversation_owner(self.url, conversation)
 
     # -- saying things, and what the bot said --------------------------------------------------------------------
 

@@ -2,10 +2,12 @@
 two instances of one bot are: every message and interaction reaches both. Each message is answered exactly once, by
 the instance owning its conversation; each interaction is acknowledged exactly once; a question asked through the
 owner is answered by button presses that only the other instance receives (as when the owner's gateway connection
-lags), and the model menu shown and used through the other instance changes the model of the owner's session."""
+lags), and the model menu shown and used through the other instance changes the model of the owner's session, as its
+/status, given through the other instance too, says."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,9 +16,9 @@ from typing import Any
 import asyncpg
 
 from runwield_bridge.channels.discord.components import MODEL_SELECT
-from tests.database_kit import fetch, postgres_database
+from tests.database_kit import conversation_owner, fetch, postgres_database
 from tests.fakes.discord_api import FLAG_EPHEMERAL, DiscordFake, GatewaySession
-from tests.platform_kit import QUICK, discord_section, shows, told
+from tests.platform_kit import discord_section, shows, told
 from tests.wld_process import start_bridge, stop_bridges, write_config
 from waiting import PATIENCE
 
@@ -32,12 +34,12 @@ class Cluster:
 
     def __init__(self, tmp: Path, url: str, fake: DiscordFake, users: list[int]) -> None:
         self.tmp, self.url, self.fake, self.users = tmp, url, fake, users
-        self.procs: list[tuple[Any, Path]] = []
+        self.procs: list[tuple[asyncio.subprocess.Process, Path]] = []
 
     async def start(self) -> GatewaySession:
         """Start one more instance (a home of its own: all they share is the database); its gateway session, once ready."""
         n = len(self.procs)
-        section = discord_section(self.fake, allowed_users=[self.fake.user_id, *self.users], allow_dms=True, **QUICK)
+        section = discord_section(self.fake, allowed_users=[self.fake.user_id, *self.users], allow_dms=True)
         config = write_config(self.tmp / f"wld-{n}.toml", {"database_url": self.url, "channels": {"discord": section}})
         log = self.tmp / f"wld-{n}.log"
         self.procs.append((await start_bridge(config, self.tmp / f"home-{n}", log), log))
@@ -54,7 +56,7 @@ class Cluster:
         return await fetch(self.url, sql, *args)
 
     async def owner(self, conversation: str) -> str:
-        return str((await self.query("SELECT instance FROM conversation_owners WHERE conversation = $1", conversation))[0][0])
+        return await conversation_owner(self.url, conversation)
 
     def says(self, channel: int) -> list[str]:
         """What the bot said in ``channel`` for everyone to see."""
@@ -148,7 +150,7 @@ async def test_two_instances_on_one_gateway_answer_once_share_questions_and_the_
             MODEL_SELECT, message_id=int(menu["id"]), user_id=world.users[0], component_type=3, values=["scripted-fast"], to=second
         )
         await fake.wait_until(lambda: "Model: Scripted (fast)" in fake.messages[int(menu["id"])]["content"], timeout=PATIENCE)
-        await fake.inject_message("/status", channel_id=dm, author_id=world.users[0])
+        status = await fake.inject_slash_command("status", channel_id=dm, user_id=world.users[0], to=second)
         await world.until_said(dm, "State: idle")
         assert "Model: Scripted (fast)" in [s for s in world.says(dm) if "State: idle" in s][-1], "the owner's session has the model"
         await fake.inject_message(text_of(dm, ROUNDS + 1), channel_id=dm, author_id=world.users[0])
@@ -158,6 +160,6 @@ async def test_two_instances_on_one_gateway_answer_once_share_questions_and_the_
         assert model == "scripted-fast"
 
         assert await world.owner(f"discord:{dm}") == first, "the conversation stayed with its owner"
-        for interaction in (press, shown, refused, choice):
+        for interaction in (press, shown, refused, choice, status):
             assert len(interaction.responses) == 1, "each interaction acknowledged once"
         assert not [c for c in fake.calls_to("create_interaction_response") if c.status != 204 and c.status != 200], "no second acknowledgement"
