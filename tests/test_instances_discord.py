@@ -3,12 +3,14 @@ two instances of one bot are: every message and interaction reaches both. Each m
 the instance owning its conversation; each interaction is acknowledged exactly once; a question asked through the
 owner is answered by button presses that only the other instance receives (as when the owner's gateway connection
 lags), and the model menu shown and used through the other instance changes the model of the owner's session, as its
-/status, given through the other instance too, says."""
+/status, given through the other instance too, says. When the first instance is killed, its conversations go on
+through the other within 15 s."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ USERS = 3
 CHANNELS = 2
 """Guild channels where the bot is mentioned (each mention opens a thread: a conversation)."""
 ROUNDS = 3
+TAKEOVER = 15.0  # seconds: what the issue allows from a death to its conversations going on
 
 
 class Cluster:
@@ -163,3 +166,19 @@ async def test_two_instances_on_one_gateway_answer_once_share_questions_and_the_
         for interaction in (press, shown, refused, choice, status):
             assert len(interaction.responses) == 1, "each interaction acknowledged once"
         assert not [c for c in fake.calls_to("create_interaction_response") if c.status != 204 and c.status != 200], "no second acknowledgement"
+
+        # the first instance killed (SIGKILL): its conversations go on through the second within 15 s, each message once
+        killed = world.procs[0][0]
+        killed.send_signal(signal.SIGKILL)
+        await killed.wait()
+        loop = asyncio.get_running_loop()
+        killed_at, last = loop.time(), ROUNDS + 2
+        for dm, user in zip(dms, world.users):
+            await fake.inject_message(text_of(dm, last), channel_id=dm, author_id=user)
+        for thread in threads:
+            await fake.inject_message(text_of(thread, last), channel_id=thread)
+        await fake.wait_until(
+            lambda: all(world.answered(c, text_of(c, last)) for c in [*dms, *threads]), timeout=TAKEOVER - (loop.time() - killed_at)
+        )
+        assert all(world.answered(c, text_of(c, last)) == 1 for c in [*dms, *threads])
+        assert await world.owner(f"discord:{dms[0]}") != first, "the survivor took the dead instance's conversations"
