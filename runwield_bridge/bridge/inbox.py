@@ -155,7 +155,7 @@ class ChannelInbox:
         return await self.bridge.is_bound(conversation)
 
     async def models(self, conversation: Conversation) -> ModelMenu | None:
-        return await self._request("models", conversation, {}, menu_from)  # type: ignore[no-any-return]
+        return await self._request("models", conversation, {}, menu_from)
 
     async def choose_model(self, conversation: Conversation, value: str) -> str:
         return str(await self._request("choose_model", conversation, {"value": value}))
