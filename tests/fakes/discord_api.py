@@ -368,7 +368,7 @@ class DiscordFake(FakeServer):
         """Send a DISPATCH event to every ready client, or only ``to`` (honouring their intents for MESSAGE_CREATE)."""
         if wait_for_client:
             await self.wait_for_session()
-        for session in [s for s in self.sessions if s.ready and not s.ws.closed and to in (None, s)]:
+        for session in [s for s in self.sessions if s.ready and not s.ws.closed and (to is None or s is to)]:
             payload = self._filter_for_intents(session, event, data)
             if payload is not None:
                 await session.send(OP_DISPATCH, payload, event)
