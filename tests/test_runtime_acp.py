@@ -295,11 +295,12 @@ async def test_a_chat_only_client_answers_the_agents_elicitation_from_a_menu(tmp
         assert text_since(client, start, sid).endswith('form: accept {"colour": "green"}')
 
 
-async def test_an_agent_that_crashes_fails_the_turn_visibly_and_the_next_turn_starts_it_again(tmp_path: Path) -> None:
+@pytest.mark.parametrize("crash", ["crash", "hangup"])  # exits at once; closes the connection and lives on
+async def test_an_agent_that_crashes_fails_the_turn_visibly_and_the_next_turn_starts_it_again(tmp_path: Path, crash: str) -> None:
     async with wld_session(tmp_path, config=asking_config(tmp_path)) as (client, sid):
         await say(client, sid, "hello")
         start = len(client.messages)
-        crashed = await say(client, sid, "crash")
+        crashed = await say(client, sid, crash)
         assert "error" in crashed or crashed["result"]["stopReason"] != "end_turn"
         assert "The turn could not be completed: the external agent asker failed" in json.dumps(since(client, start, sid))
         start = len(client.messages)

@@ -44,6 +44,7 @@ class AcpRuntime:
     async def run_turn(self, request: TurnRequest) -> TurnResult:
         runtime = await self.choices.of(request.session.id)
         agent = self.agents.get(runtime.removeprefix(PREFIX))
+        conn: ClientSideConnection | None = None
         try:
             conn = await agent.connection()
             agent_session, fresh = await self._open(agent, conn, request)
@@ -59,7 +60,10 @@ class AcpRuntime:
             finally:
                 await turn.drain()
                 agent.turns.pop(agent_session, None)
-        except (RequestError, ConnectionError) as exc:
+        except ConnectionError as exc:
+            await agent.lost(conn)
+            raise ModelError(f"the external agent {agent.name} failed: {exc}") from None
+        except RequestError as exc:
             raise ModelError(f"the external agent {agent.name} failed: {exc}") from None
         return request.result
 

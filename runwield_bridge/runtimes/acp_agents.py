@@ -144,9 +144,19 @@ class ExternalAgent:
 
         return turn
 
+    async def lost(self, conn: ClientSideConnection | None) -> None:
+        """``conn`` failed (the agent closed it or crashed): end it and the agent's process now, so the next turn
+        starts the agent again instead of finding the dead connection before the process's exit is noticed."""
+        async with self._lock:
+            if conn is not None and conn is self.conn:
+                await self._stop()
+
     async def close(self) -> None:
         """Stop the agent's process, if it runs, and its tool bus."""
         await self.bus.close()
+        await self._stop()
+
+    async def _stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

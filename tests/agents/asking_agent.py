@@ -10,6 +10,7 @@ What a prompt contains decides what it does:
   "malformed"   sends an elicitation/create the schema rejects, then says the action
   "slow"        streams a chunk every 0.1 s for 5 s unless cancelled
   "crash"       exits at once with code 3
+  "hangup"      closes its stdout (the connection) and lingers 30 s before it exits, as a wrapper of a crashed agent may
   an image      says how many images and bytes it got
   anything else "echo: <text>"
 Every call is appended as a JSON line to $AGENT_LOG; sessions persist in $AGENT_STATE (a JSON file),
@@ -23,6 +24,7 @@ import base64
 import json
 import os
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -112,6 +114,10 @@ class AskingAgent:
         text = texts[-1] if texts else ""
         words = text.lower().split()
         if "crash" in words:
+            os._exit(3)
+        if "hangup" in words:
+            os.close(1)
+            time.sleep(30)
             os._exit(3)
         if "slow" in words:
             return await self.slow(session_id)
