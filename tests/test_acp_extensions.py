@@ -42,6 +42,7 @@ from waiting import PATIENCE, until
 REQUEST = "make a plan to write README.md saying hello"
 LINK = re.compile(r"(http://127\.0\.0\.1:\d+/review/[A-Za-z0-9_-]+)")
 REVIEW_LABEL = PlanLinkMeta.model_fields["label"].default
+FREE_PORT = {"web": {"listen": "127.0.0.1:0"}}  # review pages: the default 8787 may be taken by a test running beside this one
 
 
 class Recorder:
@@ -75,7 +76,7 @@ class Recorder:
 @contextlib.asynccontextmanager
 async def session_host_client(tmp_path: Path) -> AsyncIterator[tuple[ClientSideConnection, Recorder, str, App]]:
     """The in-process Session Host on the Bridge's own client connection; a new Session on it."""
-    app = await App.start(Settings.model_validate({}))
+    app = await App.start(Settings.model_validate(FREE_PORT))
     recorder = Recorder()
     try:
         async with InProcessAgent(app.session_host).open(recorder, []) as (conn, _):
@@ -155,7 +156,7 @@ async def test_every_turn_end_is_announced_with_turn_meta(tmp_path: Path) -> Non
 
 async def test_an_error_notice_is_marked_and_the_chat_shows_the_error_once(tmp_path: Path) -> None:
     """``notice``: the agent's own error words are marked, so the Bridge does not repeat them in its footer."""
-    app = await App.start(Settings.model_validate({}))
+    app = await App.start(Settings.model_validate(FREE_PORT))
     channel = RecordingChannel(Capabilities(max_message_length=4000))
     try:
         async with bridged(channel, {"runwield": InProcessAgent(app.session_host)}):
@@ -179,7 +180,7 @@ async def test_command_aliases_reach_the_chat_menu() -> None:
             menus.append(tuple(commands))
             await super().set_commands(conversation, commands)
 
-    app = await App.start(Settings.model_validate({}))
+    app = await App.start(Settings.model_validate(FREE_PORT))
     channel = MenuChannel(Capabilities(max_message_length=4000, command_menu=True))
     try:
         async with bridged(channel, {"runwield": InProcessAgent(app.session_host)}):
@@ -210,7 +211,7 @@ async def test_archived_sessions_are_listed_only_when_asked_and_marked(tmp_path:
 
 async def test_steering_is_advertised_and_answered_through_ext_method(tmp_path: Path) -> None:
     """``_session/steering``: advertised in ``initialize``; sent with the SDK's ``ext_method``; the answer is typed."""
-    app = await App.start(Settings.model_validate({}))
+    app = await App.start(Settings.model_validate(FREE_PORT))
     try:
         async with InProcessAgent(app.session_host).open(Recorder(), []) as (conn, _):
             info = await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
