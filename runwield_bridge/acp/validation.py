@@ -16,25 +16,42 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, relevance
 
+from .schema_check import Check, SchemaChecks
+
 OFFICIAL_SCHEMA = Path(__file__).with_name("official-schema-v1.json")
 PROBLEM_LENGTH = 200
 
 
 @functools.cache
-def _definitions() -> dict[str, Any]:
+def definitions() -> dict[str, Any]:
+    """The type definitions (``$defs``) of the official schema."""
     return json.loads(OFFICIAL_SCHEMA.read_text(encoding="utf-8"))["$defs"]
 
 
 @functools.cache
 def _validator(type_name: str) -> Draft202012Validator:
-    definitions = _definitions()
-    if type_name not in definitions:
+    types = definitions()
+    if type_name not in types:
         raise KeyError(f"the official ACP schema has no type {type_name!r}")
-    return Draft202012Validator({"$ref": f"#/$defs/{type_name}", "$defs": definitions})
+    return Draft202012Validator({"$ref": f"#/$defs/{type_name}", "$defs": types})
+
+
+@functools.cache
+def _check(type_name: str) -> Check | None:
+    return _checks().check(type_name)
+
+
+@functools.cache
+def _checks() -> SchemaChecks:
+    return SchemaChecks(definitions())
 
 
 def schema_problems(type_name: str, params: Any) -> list[dict[str, str]]:
-    """What makes ``params`` break the schema's ``type_name`` (the most telling problem), or [] when valid."""
+    """What makes ``params`` break the schema's ``type_name`` (the most telling problem), or [] when valid. The
+    compiled check answers quickly for valid params (schema_check.py); ``jsonschema`` says what is wrong."""
+    check = _check(type_name)
+    if check is not None and check(params):
+        return []
     error = max(_validator(type_name).iter_errors(params), key=relevance, default=None)
     if error is None:
         return []

@@ -59,12 +59,13 @@ class Repository:
                 return False
 
     async def _all(self, record_type: type[R], query: Any, params: dict[str, Any] | None = None) -> list[R]:
-        """The records of the rows a query selects (with its ``params``), read as plain rows (no ORM objects: some
-        run on every turn)."""
+        """The records of the rows a query (a ``Prepared`` one where it runs on every turn) selects with its
+        ``params``, read as plain rows (no ORM objects)."""
         names = [f.name for f in fields(record_type)]  # type: ignore[arg-type]
 
         def read(conn: Connection) -> list[R]:
-            return [record_type(**{name: row[name] for name in names}) for row in conn.execute(query, params).mappings()]
+            rows = query.rows(conn, params or {}) if isinstance(query, Prepared) else conn.execute(query, params).mappings()
+            return [record_type(**{name: row[name] for name in names}) for row in rows]
 
         return await self._database.read(read)
 
