@@ -9,18 +9,16 @@ four per statement (aiosqlite's); other databases (PostgreSQL with asyncpg) run 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, create_engine, event
-from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 T = TypeVar("T")
 Work = Callable[[Connection], T]
-BEGIN_OPTION = "wld_begin"
-"""The execution option that says how a SQLite connection begins its transactions."""
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 
 
@@ -57,7 +55,6 @@ class SqliteDatabase(Database):
         super().__init__(engine)
         self.sync_engine = create_engine(engine.url.set(drivername="sqlite"), hide_parameters=True)
         event.listen(self.sync_engine, "connect", _driver_begins_nothing)
-        event.listen(self.sync_engine, "begin", _begin)
         self._writer = DriverThread(self.sync_engine, "wld-sqlite-writer", "BEGIN IMMEDIATE")
         self._inline_writer = InlineConnection(self.sync_engine, "BEGIN IMMEDIATE", busy_timeout_ms=0)
         self._reader = InlineConnection(self.sync_engine, "BEGIN", busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
@@ -95,15 +92,23 @@ class InlineConnection:
         self._conn: Connection | None = None
 
     def run(self, work: Work[T]) -> T:
+        """``work`` in a transaction begun and ended on the driver itself; SQLAlchemy's own, which the work's first
+        Core statement begins, emits nothing on this driver and so is part of it."""
         conn = self._connection()
+        driver = conn.connection.driver_connection
         try:
-            transaction = conn.begin()
-        except OperationalError as error:
-            if getattr(error.orig, "sqlite_errorname", "") in ("SQLITE_BUSY", "SQLITE_LOCKED"):
+            driver.execute(self._begin)
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorname in ("SQLITE_BUSY", "SQLITE_LOCKED"):
                 raise LockHeld from error
             raise
-        with transaction:
-            return work(conn)
+        try:
+            result = work(conn)
+        except BaseException:
+            conn.rollback() if conn.in_transaction() else driver.rollback()
+            raise
+        conn.commit() if conn.in_transaction() else driver.commit()
+        return result
 
     def close(self) -> None:
         conn, self._conn = self._conn, None
@@ -112,9 +117,8 @@ class InlineConnection:
 
     def _connection(self) -> Connection:
         if self._conn is None:
-            conn = self._engine.connect().execution_options(**{BEGIN_OPTION: self._begin})
-            conn.exec_driver_sql(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
-            conn.commit()
+            conn = self._engine.connect()
+            conn.connection.driver_connection.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
             self._conn = conn
         return self._conn
 
@@ -167,10 +171,8 @@ def sqlite_pragmas(dbapi_conn: Any, _record: Any = None) -> None:
 
 
 def _driver_begins_nothing(dbapi_conn: Any, record: Any) -> None:
-    """The driver's own implicit transactions are off, so ``_begin`` says how each one begins."""
+    """The driver's own implicit transactions are off (and SQLAlchemy's begin nothing on it): each one is begun
+    explicitly, by ``InlineConnection.run``."""
     sqlite_pragmas(dbapi_conn, record)
     dbapi_conn.isolation_level = None
 
-
-def _begin(conn: Connection) -> None:
-    conn.exec_driver_sql(conn.get_execution_options().get(BEGIN_OPTION, "BEGIN"))
