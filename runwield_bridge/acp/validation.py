@@ -11,12 +11,13 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, relevance
+from typing import TYPE_CHECKING, Any
 
 from .schema_check import Check, SchemaChecks
+
+if TYPE_CHECKING:  # jsonschema is loaded once params fail the compiled check: most processes never need it
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 OFFICIAL_SCHEMA = Path(__file__).with_name("official-schema-v1.json")
 PROBLEM_LENGTH = 200
@@ -30,6 +31,8 @@ def definitions() -> dict[str, Any]:
 
 @functools.cache
 def _validator(type_name: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     types = definitions()
     if type_name not in types:
         raise KeyError(f"the official ACP schema has no type {type_name!r}")
@@ -52,6 +55,8 @@ def schema_problems(type_name: str, params: Any) -> list[dict[str, str]]:
     check = _check(type_name)
     if check is not None and check(params):
         return []
+    from jsonschema.exceptions import relevance
+
     error = max(_validator(type_name).iter_errors(params), key=relevance, default=None)
     if error is None:
         return []
