@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from runwield_bridge.acp.schema_check import SchemaChecks
-from runwield_bridge.acp.validation import definitions
+from runwield_bridge.acp.official_schema import definitions
 
 SESSION = "ses_0123456789abcdef0123456789abcdef"
 TEXT = {"type": "text", "text": "hello"}

@@ -10,7 +10,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, relevance
 
-from .validation import definitions
+from .official_schema import definitions
 
 PROBLEM_LENGTH = 200
 

@@ -1,7 +1,6 @@
 """Params checked against the official ACP v1 JSON schema before any handler sees them.
 
-``official-schema-v1.json`` beside this module is the schema of the npm package
-``@agentclientprotocol/sdk`` that the wire tests validate against (a test keeps the two equal). The
+The schema is the npm package ``@agentclientprotocol/sdk``'s (``official_schema.py``). The
 SDK's pydantic models are lenient on purpose (``"1"`` passes as protocol version 1, a bad
 ``clientCapabilities`` falls back to its default), so they cannot be the check.
 """
@@ -9,20 +8,10 @@ SDK's pydantic models are lenient on purpose (``"1"`` passes as protocol version
 from __future__ import annotations
 
 import functools
-import json
-from pathlib import Path
 from typing import Any
 
+from .official_schema import definitions
 from .schema_check import Check, SchemaChecks
-
-OFFICIAL_SCHEMA = Path(__file__).with_name("official-schema-v1.json")
-
-
-@functools.cache
-def definitions() -> dict[str, Any]:
-    """The type definitions (``$defs``) of the official schema."""
-    return json.loads(OFFICIAL_SCHEMA.read_text(encoding="utf-8"))["$defs"]
-
 
 @functools.cache
 def _check(type_name: str) -> Check | None:
