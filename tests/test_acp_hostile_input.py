@@ -11,7 +11,7 @@ import pytest
 from acp_wire import WireClient, schema_path
 from test_acp_server import INIT, WLD, text_prompt
 
-from runwield_bridge.acp.validation import OFFICIAL_SCHEMA
+from runwield_bridge.acp.official_schema import OFFICIAL_SCHEMA
 
 DEEP = b"[" * 1000 + b"]" * 1000
 

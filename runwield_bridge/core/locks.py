@@ -90,8 +90,11 @@ class WriterLock:
     def try_acquire(self) -> bool:
         if self._fd is not None:
             return True
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except FileNotFoundError:  # no lock directory yet: made once, not on every turn
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             _lock(fd)
         except (BlockingIOError, PermissionError):

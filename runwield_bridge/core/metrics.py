@@ -32,6 +32,10 @@ class WorkflowMetrics:
         if self.path is None:
             return
         line = {"seq": next(self._seq), "pid": os.getpid(), "at": time.time(), "session": session_id, "observation": observation, **data}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as out:
+        try:
+            out = self.path.open("a", encoding="utf-8")
+        except FileNotFoundError:  # the first observation (or its directory was removed): made once, not on every turn
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            out = self.path.open("a", encoding="utf-8")
+        with out:
             out.write(json.dumps(line) + "\n")

@@ -199,8 +199,8 @@ class ChatExecution:
         await ctx.say(PAIR_REMINDER.format(title=plan.title, branch=record.branch))
 
     async def _paired(self, session_id: str) -> ExecutionRecord | None:
-        found = await self.executor.store.executions.list_executions(states=("pairing",))
-        return next((r for r in reversed(found) if r.session_id == session_id and is_pair(r)), None)
+        found = await self.executor.store.executions.session_executions(session_id, "pairing")
+        return next((r for r in reversed(found) if is_pair(r)), None)
 
     @staticmethod
     def _work(ctx: CommandContext, prompt: Callable[[Path], str]) -> Work:

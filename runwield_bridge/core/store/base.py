@@ -7,13 +7,14 @@ import time
 from dataclasses import asdict, fields
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Select, bindparam, select
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import SQLModel, col, update
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from .database import Database
+from .statements import Prepared
 from .tables import PlanSessionRow, ReviewRow
 
 R = TypeVar("R")
@@ -41,7 +42,7 @@ class Repository:
         query = _by_key(record_type, row_type)
 
         def read(conn: Connection) -> R | None:
-            row = conn.execute(query, params).mappings().first()
+            row = query.first(conn, params)
             return None if row is None else record_type(**row)
 
         return await self._database.read(read)
@@ -58,22 +59,23 @@ class Repository:
                 return False
 
     async def _all(self, record_type: type[R], query: Any, params: dict[str, Any] | None = None) -> list[R]:
-        """The records of the rows a query selects (with its ``params``), read as plain rows (no ORM objects: some
-        run on every turn)."""
+        """The records of the rows a query (a ``Prepared`` one where it runs on every turn) selects with its
+        ``params``, read as plain rows (no ORM objects)."""
         names = [f.name for f in fields(record_type)]  # type: ignore[arg-type]
 
         def read(conn: Connection) -> list[R]:
-            return [record_type(**{name: row[name] for name in names}) for row in conn.execute(query, params).mappings()]
+            rows = query.rows(conn, params or {}) if isinstance(query, Prepared) else conn.execute(query, params).mappings()
+            return [record_type(**{name: row[name] for name in names}) for row in rows]
 
         return await self._database.read(read)
 
 
 @functools.cache
-def _by_key(record_type: type[Any], row_type: type[SQLModel]) -> Select[Any]:
+def _by_key(record_type: type[Any], row_type: type[SQLModel]) -> Prepared:
     """The query of a record by its row's primary key (parameters ``key0``, ``key1``, ...), built once."""
     table = row_type.__table__  # type: ignore[attr-defined]
     columns = [table.c[f.name] for f in fields(record_type)]
-    return select(*columns).where(*(c == bindparam(f"key{i}") for i, c in enumerate(table.primary_key.columns)))
+    return Prepared(select(*columns).where(*(c == bindparam(f"key{i}") for i, c in enumerate(table.primary_key.columns))))
 
 
 def frozen(record_type: type[R], row: SQLModel) -> R:

@@ -1,13 +1,15 @@
 """A transaction's statements run together, in one hand-off to the database driver.
 
 Work is a plain function of a synchronous SQLAlchemy ``Connection``; ``write`` runs it in a transaction, ``read``
-on a consistent snapshot. SQLite runs it in a thread of the store's own, on its own driver, so a turn's
-transaction costs one thread hand-off rather than three or four per statement (aiosqlite's); other databases
-(PostgreSQL with asyncpg) run it through ``AsyncConnection.run_sync``, each statement a round trip on the loop."""
+on a consistent snapshot. SQLite runs it on Python's own driver, on the event loop's thread unless it would wait for
+a lock (then in a thread of the store's own), so a turn's transaction costs no hand-off at all rather than three or
+four per statement (aiosqlite's); other databases (PostgreSQL with asyncpg) run it through
+``AsyncConnection.run_sync``, each statement a round trip on the loop."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -17,8 +19,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 T = TypeVar("T")
 Work = Callable[[Connection], T]
-BEGIN_OPTION = "wld_begin"
-"""The execution option that says how a SQLite connection begins its transactions."""
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 
 
@@ -43,61 +43,111 @@ class Database:
 
 
 class SqliteDatabase(Database):
-    """SQLite through Python's own driver in two threads of the store's, each with one connection of its own: the
-    writer begins ``IMMEDIATE`` (it takes the write lock first, so writers queue for it, across processes too, for
-    up to the busy timeout, instead of failing when a read turns into a write), the reader reads a snapshot (in WAL
-    mode readers never wait for the writer). Work handed over runs to its end even if its caller is cancelled."""
+    """SQLite through Python's own driver, on the event loop's thread where it can be: a turn's statements take
+    microseconds there, less than a hand-off to a thread and back. Reads run on a connection of their own (in WAL mode
+    readers never wait for the writer). A write begins ``IMMEDIATE`` (it takes the write lock before its first read, so
+    it never fails when a read turns into a write) on a connection that does not wait for the lock; when another
+    writer holds it (in this process or another), the write goes to the writer thread instead, whose connection waits
+    for the lock up to the busy timeout, so waiting writers queue there and the loop never blocks on a lock. Work
+    handed to the thread runs to its end even if its caller is cancelled."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         super().__init__(engine)
         self.sync_engine = create_engine(engine.url.set(drivername="sqlite"), hide_parameters=True)
         event.listen(self.sync_engine, "connect", _driver_begins_nothing)
-        event.listen(self.sync_engine, "begin", _begin)
         self._writer = DriverThread(self.sync_engine, "wld-sqlite-writer", "BEGIN IMMEDIATE")
-        self._reader = DriverThread(self.sync_engine, "wld-sqlite-reader", "BEGIN")
+        self._inline_writer = InlineConnection(self.sync_engine, "BEGIN IMMEDIATE", busy_timeout_ms=0)
+        self._reader = InlineConnection(self.sync_engine, "BEGIN", busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
 
     async def write(self, work: Work[T]) -> T:
+        if not self._writer.pending:
+            try:
+                return self._inline_writer.run(work)
+            except LockHeld:
+                pass
         return await self._writer.run(work)
 
     async def read(self, work: Work[T]) -> T:
-        return await self._reader.run(work)
+        return self._reader.run(work)
 
     async def close(self) -> None:
         await self._writer.close()
-        await self._reader.close()
+        self._inline_writer.close()
+        self._reader.close()
         self.sync_engine.dispose()
+
+
+class LockHeld(Exception):
+    """Another writer holds SQLite's write lock: nothing was done."""
+
+
+class InlineConnection:
+    """One connection used on the thread that calls it, opened on first use; each job is one transaction on it. A
+    connection that does not wait for locks raises LockHeld when its transaction cannot begin."""
+
+    def __init__(self, engine: Any, begin: str, *, busy_timeout_ms: int) -> None:
+        self._engine = engine
+        self._begin = begin
+        self._busy_timeout_ms = busy_timeout_ms
+        self._conn: Connection | None = None
+
+    def run(self, work: Work[T]) -> T:
+        """``work`` in a transaction begun and ended on the driver itself; SQLAlchemy's own, which the work's first
+        Core statement begins, emits nothing on this driver and so is part of it."""
+        conn = self._connection()
+        driver = conn.connection.driver_connection
+        try:
+            driver.execute(self._begin)
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorname in ("SQLITE_BUSY", "SQLITE_LOCKED"):
+                raise LockHeld from error
+            raise
+        try:
+            result = work(conn)
+        except BaseException:
+            conn.rollback() if conn.in_transaction() else driver.rollback()
+            raise
+        conn.commit() if conn.in_transaction() else driver.commit()
+        return result
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def _connection(self) -> Connection:
+        if self._conn is None:
+            conn = self._engine.connect()
+            conn.connection.driver_connection.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
+            self._conn = conn
+        return self._conn
 
 
 class DriverThread:
     """One thread with one connection, opened in it on first use; each job is one transaction on that connection."""
 
     def __init__(self, engine: Any, name: str, begin: str) -> None:
-        self._engine = engine
-        self._begin = begin
         self._executor = ThreadPoolExecutor(1, thread_name_prefix=name)
-        self._conn: Connection | None = None
+        self._connection = InlineConnection(engine, begin, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
         self._used = False
+        self.pending = 0
+        """Jobs handed over and not yet done."""
 
     async def run(self, work: Work[T]) -> T:
         self._used = True
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self._transaction, work)
+        self.pending += 1
+        job = asyncio.get_running_loop().run_in_executor(self._executor, self._connection.run, work)
+        job.add_done_callback(self._done)
+        return await asyncio.shield(job)
+
+    def _done(self, _job: asyncio.Future[Any]) -> None:
+        self.pending -= 1
 
     async def close(self) -> None:
         """Let the jobs handed over finish, then close the connection in its own thread."""
         if self._used:
-            await asyncio.get_running_loop().run_in_executor(self._executor, self._close)
+            await asyncio.get_running_loop().run_in_executor(self._executor, self._connection.close)
         self._executor.shutdown(wait=False)
-
-    def _transaction(self, work: Work[T]) -> T:
-        if self._conn is None:
-            self._conn = self._engine.connect().execution_options(**{BEGIN_OPTION: self._begin})
-        with self._conn.begin():
-            return work(self._conn)
-
-    def _close(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
 
 
 def database_for(engine: AsyncEngine) -> Database:
@@ -121,10 +171,8 @@ def sqlite_pragmas(dbapi_conn: Any, _record: Any = None) -> None:
 
 
 def _driver_begins_nothing(dbapi_conn: Any, record: Any) -> None:
-    """The driver's own implicit transactions are off, so ``_begin`` says how each one begins."""
+    """The driver's own implicit transactions are off (and SQLAlchemy's begin nothing on it): each one is begun
+    explicitly, by ``InlineConnection.run``."""
     sqlite_pragmas(dbapi_conn, record)
     dbapi_conn.isolation_level = None
 
-
-def _begin(conn: Connection) -> None:
-    conn.exec_driver_sql(conn.get_execution_options().get(BEGIN_OPTION, "BEGIN"))

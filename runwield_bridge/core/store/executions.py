@@ -11,6 +11,7 @@ from sqlmodel import col, select, update
 
 from ..records import ExecutionRecord, ExecutionStep
 from .base import Repository, change, frozen, link_session, row_of
+from .statements import Prepared
 from .tables import ExecutionRow, ExecutionStepRow, PlanRow
 
 
@@ -33,6 +34,10 @@ class ExecutionRepository(Repository):
     async def list_executions(self, *, plan_id: str | None = None, states: tuple[str, ...] = ()) -> list[ExecutionRecord]:
         """Executions, oldest first, of one Plan and/or in the given states."""
         return await self._all(ExecutionRecord, _executions_query(plan_id is not None, bool(states)), {"plan_id": plan_id, "states": list(states)})
+
+    async def session_executions(self, session_id: str, state: str) -> list[ExecutionRecord]:
+        """The Session's executions in ``state``, oldest first (one such lookup runs on every turn)."""
+        return await self._all(ExecutionRecord, SESSION_EXECUTIONS, {"session_id": session_id, "state": state})
 
     async def update_execution(
         self, execution_id: str, plan_changes: dict[str, Any] | None = None, **changes: Any
@@ -77,9 +82,17 @@ class ExecutionRepository(Repository):
         return await self._all(ExecutionStep, query)
 
 
+EXECUTIONS = ExecutionRow.__table__  # type: ignore[attr-defined]
+SESSION_EXECUTIONS = Prepared(
+    select(*EXECUTIONS.c)
+    .where(EXECUTIONS.c.session_id == bindparam("session_id"), EXECUTIONS.c.state == bindparam("state"))
+    .order_by(EXECUTIONS.c.created_at)
+)
+
+
 @functools.cache
 def _executions_query(of_plan: bool, in_states: bool) -> Any:
-    """Executions oldest first, of the Plan ``plan_id`` and/or in ``states`` (parameters), built once: one runs on every turn."""
+    """Executions oldest first, of the Plan ``plan_id`` and/or in ``states`` (parameters), built once."""
     query = select(ExecutionRow).order_by(col(ExecutionRow.created_at))
     if of_plan:
         query = query.where(ExecutionRow.plan_id == bindparam("plan_id"))

@@ -5,6 +5,7 @@ transaction with as few statements as it needs, run together in one hand-off to 
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
@@ -15,6 +16,7 @@ from sqlalchemy import Connection, RowMapping, and_, bindparam, func, insert, or
 
 from ..records import SessionRecord, TranscriptEntry
 from .base import Repository
+from .statements import Prepared
 from .tables import SessionRow, TranscriptRow, TurnRow
 
 Entry = tuple[str, str, dict[str, Any]]
@@ -25,24 +27,26 @@ TRANSCRIPT = TranscriptRow.__table__
 TURNS = TurnRow.__table__
 SESSION_COLUMNS = [SESSIONS.c[f.name] for f in fields(SessionRecord)]
 ENTRY_COLUMNS = [TRANSCRIPT.c[f.name] for f in fields(TranscriptEntry)]
-# The statements of a turn, built once (building one costs more than running it on SQLite).
-GET_SESSION = select(*SESSION_COLUMNS).where(SESSIONS.c.id == bindparam("session_id"))
-ENTRIES_AFTER = (
+# The statements of a turn, built once (building one costs more than running it on SQLite) and run on the driver
+# itself there (statements.py).
+GET_SESSION = Prepared(select(*SESSION_COLUMNS).where(SESSIONS.c.id == bindparam("session_id")))
+ENTRIES_AFTER = Prepared(
     select(*ENTRY_COLUMNS)
     .where(TRANSCRIPT.c.session_id == bindparam("session_id"), TRANSCRIPT.c.id > bindparam("after"))
     .order_by(TRANSCRIPT.c.id)
 )
-ADD_ENTRIES = insert(TRANSCRIPT)
-START_TURN = insert(TURNS)
-SETTLE_TURN = (
+ADD_ENTRIES = Prepared(insert(TRANSCRIPT).values({name: bindparam(name) for name in ("session_id", "kind", "text", "data", "created_at")}))
+START_TURN = Prepared(insert(TURNS).values({name: bindparam(name) for name in ("id", "session_id", "state", "started_at")}))
+SETTLE_TURN = Prepared(
     update(TURNS)
     .where(TURNS.c.id == bindparam("turn_id"))
     .values(state="settled", stop_reason=bindparam("stop_reason"), ended_at=bindparam("now"))
 )
 RUNNING = [TURNS.c.session_id == bindparam("of_session"), TURNS.c.state == "running"]
 INTERRUPT_ALL = update(TURNS).where(*RUNNING).values(state="interrupted", ended_at=bindparam("now")).returning(TURNS.c.id)
+INTERRUPT_RUNNING = Prepared(INTERRUPT_ALL)
 INTERRUPT_SOME = INTERRUPT_ALL.where(TURNS.c.id.in_(bindparam("turn_ids", expanding=True)))
-TITLE_UNTITLED = (
+TITLE_UNTITLED = Prepared(
     update(SESSIONS)
     .where(SESSIONS.c.id == bindparam("of_session"), SESSIONS.c.title == "")
     .values(title=bindparam("title"), updated_at=bindparam("now"))
@@ -64,7 +68,7 @@ class SessionRepository(Repository):
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         def read(conn: Connection) -> SessionRecord | None:
-            row = conn.execute(GET_SESSION, {"session_id": session_id}).mappings().first()
+            row = GET_SESSION.first(conn, {"session_id": session_id})
             return None if row is None else _session(row)
 
         return await self._database.read(read)
@@ -106,15 +110,15 @@ class SessionRepository(Repository):
         so their process ended), each with the ``interrupted`` entry. An untitled Session gets ``title``."""
 
         def write(conn: Connection) -> tuple[SessionRecord | None, list[TranscriptEntry]]:
-            if conn.execute(GET_SESSION, {"session_id": session_id}).first() is None:
+            if GET_SESSION.first(conn, {"session_id": session_id}) is None:
                 return None, []
-            before = [TranscriptEntry(**row) for row in conn.execute(ENTRIES_AFTER, {"session_id": session_id, "after": after}).mappings()]
+            before = [TranscriptEntry(**row) for row in ENTRIES_AFTER.rows(conn, {"session_id": session_id, "after": after})]
             _interrupt(conn, session_id, None, interrupted)
-            conn.execute(START_TURN, {"id": turn_id, "session_id": session_id, "state": "running", "started_at": time.time()})
+            START_TURN.run(conn, {"id": turn_id, "session_id": session_id, "state": "running", "started_at": time.time()})
             _append(conn, session_id, entries, {})
             if title:
-                conn.execute(TITLE_UNTITLED, {"of_session": session_id, "title": title, "now": time.time()})
-            return _session(conn.execute(GET_SESSION, {"session_id": session_id}).mappings().one()), before
+                TITLE_UNTITLED.run(conn, {"of_session": session_id, "title": title, "now": time.time()})
+            return _session(GET_SESSION.rows(conn, {"session_id": session_id})[0]), before
 
         return await self._database.write(write)
 
@@ -124,7 +128,7 @@ class SessionRepository(Repository):
         """Settle a turn with its last entries and Session changes, in one transaction."""
 
         def write(conn: Connection) -> SessionRecord | None:
-            conn.execute(SETTLE_TURN, {"turn_id": turn_id, "stop_reason": stop_reason, "now": time.time()})
+            SETTLE_TURN.run(conn, {"turn_id": turn_id, "stop_reason": stop_reason, "now": time.time()})
             return _append(conn, session_id, entries, changes)
 
         return await self._database.write(write)
@@ -141,7 +145,7 @@ class SessionRepository(Repository):
     async def transcript(self, session_id: str, after: int = 0) -> list[TranscriptEntry]:
         """The Session's transcript, oldest first; ``after`` skips entries up to that id."""
         params = {"session_id": session_id, "after": after}
-        return await self._database.read(lambda conn: [TranscriptEntry(**row) for row in conn.execute(ENTRIES_AFTER, params).mappings()])
+        return await self._database.read(lambda conn: [TranscriptEntry(**row) for row in ENTRIES_AFTER.rows(conn, params)])
 
     async def revision(self, session_id: str) -> int:
         """The Session's transcript revision: the id of its latest entry (0 before the first); it only grows."""
@@ -153,7 +157,7 @@ def _fields(record: SessionRecord) -> dict[str, Any]:
     return {column.name: getattr(record, column.name) for column in SESSION_COLUMNS}
 
 
-def _session(row: RowMapping) -> SessionRecord:
+def _session(row: RowMapping | dict[str, Any]) -> SessionRecord:
     return SessionRecord(**row)
 
 
@@ -162,7 +166,7 @@ def _append(conn: Connection, session_id: str, entries: list[Entry], changes: di
     if entries:
         now = time.time()
         rows = [{"session_id": session_id, "kind": kind, "text": text, "data": json.dumps(data), "created_at": now} for kind, text, data in entries]
-        conn.execute(ADD_ENTRIES, rows)
+        ADD_ENTRIES.run(conn, rows)
     return _changed(conn, session_id, changes) if changes else None
 
 
@@ -171,22 +175,33 @@ def _changed(conn: Connection, session_id: str, changes: dict[str, Any]) -> Sess
     concurrent writers never lose an addition), the rest are set; ``updated_at`` is stamped."""
     changes = dict(changes)
     delta = changes.pop("cost_delta", 0.0)
-    values = {**changes, "updated_at": time.time()}
+    params = {**{f"set_{name}": value for name, value in changes.items()}, "of_session": session_id, "now": time.time()}
     if delta:
-        values["cost_usd"] = SESSIONS.c.cost_usd + delta
-    row = conn.execute(update(SESSIONS).where(SESSIONS.c.id == session_id).values(**values).returning(*SESSION_COLUMNS)).mappings().first()
+        params["delta"] = delta
+    row = _change_statement(tuple(sorted(changes)), bool(delta)).first(conn, params)
     if row is None:
         raise KeyError(session_id)
     return _session(row)
+
+
+@functools.cache
+def _change_statement(names: tuple[str, ...], adds_cost: bool) -> Prepared:
+    """The statement that sets a Session's fields ``names`` (parameters ``set_<name>``) and stamps it (``now``),
+    adding ``delta`` to its cost if it ``adds_cost``; it returns the changed Session. Built once per shape."""
+    values = {name: bindparam(f"set_{name}") for name in names} | {"updated_at": bindparam("now")}
+    if adds_cost:
+        values["cost_usd"] = SESSIONS.c.cost_usd + bindparam("delta")
+    return Prepared(update(SESSIONS).where(SESSIONS.c.id == bindparam("of_session")).values(values).returning(*SESSION_COLUMNS))
 
 
 def _interrupt(conn: Connection, session_id: str, turn_ids: list[str] | None, entry: Entry) -> None:
     """Mark the Session's running turns (those of ``turn_ids`` when given) interrupted in one statement, so two
     processes never mark a turn twice, and add ``entry``, with the turn's id, for each."""
     params: dict[str, Any] = {"of_session": session_id, "now": time.time()}
-    if turn_ids is not None:
-        params["turn_ids"] = turn_ids
-    marked = conn.execute(INTERRUPT_ALL if turn_ids is None else INTERRUPT_SOME, params)
+    if turn_ids is None:
+        marked = [row["id"] for row in INTERRUPT_RUNNING.rows(conn, params)]
+    else:
+        marked = list(conn.execute(INTERRUPT_SOME, params | {"turn_ids": turn_ids}).scalars())
     kind, text, data = entry
-    stamped = [(kind, text, {**data, "turn": turn_id}) for turn_id in sorted(marked.scalars().all())]
+    stamped = [(kind, text, {**data, "turn": turn_id}) for turn_id in sorted(marked)]
     _append(conn, session_id, stamped, {})
