@@ -12,6 +12,7 @@ import pytest
 from runwield_bridge.config import ConfigError, Settings
 from runwield_bridge.app import agent_endpoints
 from runwield_bridge.plugin_host import load_plugins
+from runwield_bridge.plugins.scripted import SLOW_CHUNKS
 from runwield_bridge.bridge.runner import BridgeService
 from runwield_bridge.channels.telegram.channel import SECRET_HEADER
 from runwield_bridge.bridge.asking.pending import NOT_OPEN
@@ -20,6 +21,9 @@ from tests.bridge_kit import OWNER, SECRET, STRANGER, agent_calls, asking_agent,
 from tests.fakes.base import http_post, raw_post
 from tests.fakes.telegram_api import TelegramFake
 from waiting import PATIENCE
+
+SLOW_TAIL = "".join(f" {n}" for n in range(1, SLOW_CHUNKS + 1))
+"""What the scripted model adds, a piece a second, to a reply to a prompt with the word ``slow``."""
 
 MODES = ["polling", "webhook"]
 
@@ -32,8 +36,8 @@ def with_asker(tmp_path: Path, **telegram: object) -> dict[str, object]:
 @pytest.mark.parametrize("mode", MODES)
 async def test_an_allowed_user_gets_the_streamed_answer(mode: str, tmp_path: Path) -> None:
     async with bridge_world(mode, tmp_path=tmp_path) as world:
-        final = await world.exchange(OWNER, OWNER, "hello bridge", "You said: hello bridge")
-        assert final["text"] == "You said: hello bridge"
+        final = await world.exchange(OWNER, OWNER, "hello slow bridge", "You said: hello slow bridge")  # slow: streamed for seconds
+        assert final["text"] == "You said: hello slow bridge" + SLOW_TAIL
         first = world.fake.calls_to("sendMessage")[0]
         assert first["text"].endswith(" …"), "the reply starts as a placeholder that is then edited"
         assert world.fake.calls_to("editMessageText")
@@ -356,8 +360,8 @@ async def test_url_requests_show_the_literal_url_and_malformed_ones_are_declined
 async def test_rate_limits_are_waited_out_without_losing_text(tmp_path: Path) -> None:
     async with bridge_world(tmp_path=tmp_path) as world:
         world.fake.inject_rate_limit("editMessageText", retry_after=1, count=1)
-        await world.send(OWNER, OWNER, "keep every word of this")
-        await world.fake.wait_until(lambda: "You said: keep every word of this" in world.texts(OWNER))
+        await world.send(OWNER, OWNER, "keep every word of this slow reply")  # slow: streamed, so the reply is edited
+        await world.reply_containing(OWNER, "You said: keep every word of this slow reply" + SLOW_TAIL)
         assert 429 in [c.status for c in world.fake.calls_to("editMessageText")]
 
 
