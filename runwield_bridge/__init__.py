@@ -1,47 +1,18 @@
 """RunWield Bridge's public plugin API: ``hookimpl`` and the types that the hooks' signatures use.
 
 A plugin imports from here and nowhere else in ``runwield_bridge``; everything else is internal and may
-change. See docs/plugins.md.
+change. See docs/plugins.md. The names live in ``plugin_api`` and are loaded on first use, so a command that
+needs none of them does not pay for them (``wld acp`` answers ``initialize`` without the channel kit).
 """
 
-from .channels.contract import Channel, ChannelContext, ChannelFactory, Inbox, ReplyView
-from .channels.types import (
-    Attachment,
-    Button,
-    ButtonPress,
-    Capabilities,
-    Conversation,
-    ChannelMisconfigured,
-    CredentialsRejected,
-    IncomingMessage,
-    MenuCommand,
-    MessageRef,
-    ModelChoice,
-    ModelMenu,
-    RateLimited,
-    Sender,
-    Unavailable,
-)
-from .channels.settings import ChannelSettings, parse_section
-from .config import ConfigError, ModelConfig
-from .core.commands import Command, CommandContext
-from .core.interactions import Choice, Outcome, Question, approval, interview, select, text
-from .core.models import (
-    ChatMessage,
-    Model,
-    ModelError,
-    ModelEvent,
-    ModelInfo,
-    ModelRequest,
-    ModelUsage,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallRequest,
-    ToolSpec,
-)
-from .core.tool_gate import Change
-from .core.tools import Tool, ToolContext, ToolError
-from .hookspecs import ModelFactory, ProviderFactory, hookimpl
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .plugin_api import *  # noqa: F403
+
 
 __all__ = [
     # hooks
@@ -101,3 +72,14 @@ __all__ = [
     "Unavailable",
     "parse_section",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A name of the plugin API, from ``plugin_api``; anything else (a submodule not yet imported) is not here."""
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(".plugin_api", __name__), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

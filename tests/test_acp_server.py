@@ -463,6 +463,7 @@ def test_end_of_input_from_dev_null_exits_cleanly(tmp_path: Path) -> None:
 async def test_an_update_for_a_client_that_is_gone_is_no_error(caplog: pytest.LogCaptureFixture) -> None:
     """After end of input the SDK refuses notifications; an update still owed then is dropped quietly."""
     from runwield_bridge.acp.server import AcpAgentServer
+    from runwield_bridge.acp.session_methods import SessionMethods
 
     class Gone:
         def add_observer(self, observer: Any) -> None:
@@ -471,9 +472,10 @@ async def test_an_update_for_a_client_that_is_gone_is_no_error(caplog: pytest.Lo
         async def send_notification(self, method: str, params: Any) -> None:
             raise ConnectionError("Connection closed")
 
-    server = AcpAgentServer(None)  # type: ignore[arg-type]  # the host is not needed to send an update
+    server = AcpAgentServer(None)
     server.attach(Gone())  # type: ignore[arg-type]
-    server._after_response(server.send_update("ses_gone", AvailableCommandsUpdate(session_update="available_commands_update", available_commands=[])))
+    sessions = SessionMethods(server, None)  # type: ignore[arg-type]  # the host is not needed to send an update
+    server.after_response(sessions.send_update("ses_gone", AvailableCommandsUpdate(session_update="available_commands_update", available_commands=[])))
     for _ in range(3):
         await asyncio.sleep(0)
     assert not [r for r in caplog.records if r.levelname == "ERROR"]

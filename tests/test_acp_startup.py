@@ -10,8 +10,13 @@ from pathlib import Path
 
 from wld_process import write_config
 
-NOT_YET = ("sqlalchemy", "sqlmodel", "aiosqlite", "pydantic_ai", "aiohttp", "runwield_bridge.app", "runwield_bridge.core.store", "runwield_bridge.plugin_host")
-"""Heavy or stateful modules that ``initialize`` does not need."""
+NOT_YET = (
+    *("sqlalchemy", "sqlmodel", "aiosqlite", "pydantic_ai", "aiohttp", "markdown_it"),
+    *("runwield_bridge.app", "runwield_bridge.core.store", "runwield_bridge.plugin_host", "runwield_bridge.plugin_api"),
+    *("runwield_bridge.core.sessions", "runwield_bridge.acp.session_methods", "runwield_bridge.channels"),
+)
+"""Heavy or stateful modules that ``initialize`` does not need: the store, the plugins and their API, the Session core
+and the channel kit."""
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}
 NEW_SESSION = {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}}
 # `wld acp` in this interpreter, noting on stderr which of NOT_YET are loaded when initialize is answered.

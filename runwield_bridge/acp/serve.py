@@ -6,13 +6,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 from acp.connection import Connection
 
-from ..core.sessions import SessionHost
 from .sdk_gaps import MemoryEnd, MessageTransport, RequestIdNoting, memory_pair
 from .server import AcpAgentServer, HostStarter
 from .transport import protocol_stdio
+
+if TYPE_CHECKING:
+    from ..core.sessions import SessionHost
 
 
 async def serve_stdio(start_host: HostStarter, *, accepts_images: bool = False) -> None:
