@@ -115,7 +115,7 @@ async def measure(size: int, database_server: str | None = None) -> dict[str, An
 
 
 async def measure_on(size: int, database: dict[str, str]) -> dict[str, Any]:
-    from runwield_bridge.acp import server
+    from runwield_bridge.acp import session_methods
     from runwield_bridge.app import InProcessAgent
     from runwield_bridge.app import App
     from runwield_bridge.bridge.bridge import Bridge
@@ -128,13 +128,13 @@ async def measure_on(size: int, database: dict[str, str]) -> dict[str, Any]:
     from runwield_bridge.plugin_host import load_plugins
 
     arrived: dict[str, float] = {}
-    original_prompt = server.AcpAgentServer.prompt
+    original_prompt = session_methods.SessionMethods.prompt
 
     async def timed_prompt(self: Any, request: Any) -> Any:
         arrived[request.session_id] = time.perf_counter()
         return await original_prompt(self, request)
 
-    server.AcpAgentServer.prompt = timed_prompt  # type: ignore[method-assign]
+    session_methods.SessionMethods.prompt = timed_prompt  # type: ignore[method-assign]
 
     class NullChannel:
         """Renders replies through the standard streaming view, and sends them nowhere."""
