@@ -1,4 +1,4 @@
-"""Benchmark ACP agents over stdio: spawn-to-initialize latency, sequential prompt throughput and CPU per turn.
+"""Benchmark ACP agents over stdio: spawn-to-initialize latency and CPU, sequential prompt throughput and CPU per turn.
 
     python bench/acp_stdio.py --agent "wld acp" --spawns 10 --prompts 200
 
@@ -44,17 +44,19 @@ class Result:
 
     agent: str
     initialize_s: list[float] = field(default_factory=list)
+    initialize_cpu_s: list[float] = field(default_factory=list)  # the agent's CPU time when its initialize answer arrived
     prompts_per_s: float | None = None
     cpu_ms_per_prompt: float | None = None  # the agent process's user + system CPU time per timed turn
     error: str | None = None
 
 
-async def time_to_initialize(argv: list[str], validate: bool) -> float:
-    """Seconds from starting the process to receiving its initialize result."""
+async def time_to_initialize(argv: list[str], validate: bool) -> tuple[float, float]:
+    """Seconds from starting the process to receiving its initialize result, and the CPU seconds it had used by then
+    (which a busy machine distorts much less)."""
     start = time.perf_counter()
     async with WireClient.spawn(argv, env=AGENT_ENV, cwd=REPO_ROOT, validate=validate) as client:
         await client.call("initialize", INITIALIZE)
-        return time.perf_counter() - start
+        return time.perf_counter() - start, cpu_seconds(client.proc.pid)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -90,7 +92,9 @@ async def measure(agents: list[str], spawns: int, prompts: int, validate: bool) 
         for result in results:
             if result.error is None:
                 try:
-                    result.initialize_s.append(await time_to_initialize(shlex.split(result.agent), validate))
+                    wall, cpu = await time_to_initialize(shlex.split(result.agent), validate)
+                    result.initialize_s.append(wall)
+                    result.initialize_cpu_s.append(cpu)
                 except Exception as error:
                     result.error = f"{type(error).__name__}: {error}"
     for result in results:
@@ -114,20 +118,24 @@ def table(results: list[Result]) -> str:
     def init_of(result: Result) -> float | None:
         return statistics.median(result.initialize_s) if result.error is None else None
 
+    def init_cpu_of(result: Result) -> float | None:
+        return statistics.median(result.initialize_cpu_s) if result.error is None else None
+
     lines = [
-        "| agent | initialize median (ms) | vs TS echo | vs Python echo (lower is better) "
+        "| agent | initialize median (ms) | vs TS echo | vs Python echo (lower is better) | CPU to initialize (ms) | vs Python echo "
         "| prompts/s | vs TS echo | vs Python echo (higher is better) | agent CPU per turn (ms) | vs Python echo |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for result in results:
         if result.error is not None:
             reason = " ".join(result.error.split())[:160].replace("|", "\\|")
-            lines.append(f"| `{result.agent}` | failed: {reason} | | | | | | | |")
+            lines.append(f"| `{result.agent}` | failed: {reason} | | | | | | | | | |")
             continue
-        init = init_of(result)
-        assert init is not None
+        init, init_cpu = init_of(result), init_cpu_of(result)
+        assert init is not None and init_cpu is not None
         lines.append(
             f"| `{result.agent}` | {init * 1000:.1f} | {ratio(init, init_of(typescript))} | {ratio(init, init_of(python))} "
+            f"| {init_cpu * 1000:.0f} | {ratio(init_cpu, init_cpu_of(python))} "
             f"| {result.prompts_per_s:.0f} | {ratio(result.prompts_per_s, typescript.prompts_per_s)} "
             f"| {ratio(result.prompts_per_s, python.prompts_per_s)} "
             f"| {result.cpu_ms_per_prompt:.2f} | {ratio(result.cpu_ms_per_prompt, python.cpu_ms_per_prompt)} |"
