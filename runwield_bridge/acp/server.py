@@ -95,11 +95,6 @@ class AcpAgentServer:
         self._deferred: dict[asyncio.Task[Any], list[Coroutine[Any, Any, object]]] = {}  # request -> work after its answer
         self._inflight: set[asyncio.Task[Any]] = set()
 
-    @property
-    def host(self) -> SessionHost:
-        assert self._host is not None, "only initialize and authenticate are answered before the Session Host starts"
-        return self._host
-
     async def _started(self) -> SessionMethods:
         """Start the Session Host if it is not yet (once), wait until it is, and serve its Sessions."""
         if self._host is None:
