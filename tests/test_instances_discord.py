@@ -3,7 +3,8 @@ two instances of one bot are: every message and interaction reaches both. Each m
 the instance owning its conversation; each interaction is acknowledged exactly once; a question asked through the
 owner is answered by button presses that only the other instance receives (as when the owner's gateway connection
 lags), and the model menu shown and used through the other instance changes the model of the owner's session, as its
-/status, given through the other instance too, says. When the first instance is killed, its conversations go on
+/status, given through the other instance too, says; /new, /resume and /cancel given there act on the owner's
+conversation. When the first instance is killed, its conversations go on
 through the other within 15 s."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import asyncpg
 
 from runwield_bridge.channels.discord.components import MODEL_SELECT
+from runwield_bridge.plugins.scripted import SLOW_CHUNKS
 from tests.database_kit import conversation_owner, fetch, postgres_database
 from tests.fakes.discord_api import FLAG_EPHEMERAL, DiscordFake, GatewaySession
 from tests.platform_kit import discord_section, shows, told
@@ -60,6 +62,11 @@ class Cluster:
 
     async def owner(self, conversation: str) -> str:
         return await conversation_owner(self.url, conversation)
+
+    async def session_of(self, conversation: str) -> str:
+        """The ACP session the conversation is bound to."""
+        [(session_id,)] = await self.query("SELECT acp_session_id FROM bindings WHERE conversation = $1", conversation)
+        return str(session_id)
 
     def says(self, channel: int) -> list[str]:
         """What the bot said in ``channel`` for everyone to see."""
@@ -158,12 +165,25 @@ async def test_two_instances_on_one_gateway_answer_once_share_questions_and_the_
         assert "Model: Scripted (fast)" in [s for s in world.says(dm) if "State: idle" in s][-1], "the owner's session has the model"
         await fake.inject_message(text_of(dm, ROUNDS + 1), channel_id=dm, author_id=world.users[0])
         await fake.wait_until(lambda: world.answered(dm, text_of(dm, ROUNDS + 1)) == 1, timeout=PATIENCE)
-        [(session_id,)] = await world.query("SELECT acp_session_id FROM bindings WHERE conversation = $1", f"discord:{dm}")
+        session_id = await world.session_of(f"discord:{dm}")
         [(model,)] = await world.query("SELECT model FROM sessions WHERE id = $1", session_id)
         assert model == "scripted-fast"
 
+        # /new, /resume and /cancel, given through the second instance, act on the owner's conversation
+        fresh = await fake.inject_slash_command("new", channel_id=dm, user_id=world.users[0], to=second)
+        await world.until_said(dm, "🆕 New session")
+        assert await world.session_of(f"discord:{dm}") != session_id, "the conversation is on a new session"
+        back = await fake.inject_slash_command("resume", {"session_id": session_id}, channel_id=dm, user_id=world.users[0], to=second)
+        await world.until_said(dm, f"↩️ Resumed session {session_id}")
+        assert await world.session_of(f"discord:{dm}") == session_id
+        await fake.inject_message("something slow please", channel_id=dm, author_id=world.users[0])
+        await world.until_said(dm, "You said: something slow please")
+        stop = await fake.inject_slash_command("cancel", channel_id=dm, user_id=world.users[0], to=second)
+        await world.until_said(dm, "⏹ Cancelled.")
+        assert not any(f" {SLOW_CHUNKS}" in said for said in world.says(dm) if "something slow please" in said), "the turn stopped before its end"
+
         assert await world.owner(f"discord:{dm}") == first, "the conversation stayed with its owner"
-        for interaction in (press, shown, refused, choice, status):
+        for interaction in (press, shown, refused, choice, status, fresh, back, stop):
             assert len(interaction.responses) == 1, "each interaction acknowledged once"
         assert not [c for c in fake.calls_to("create_interaction_response") if c.status != 204 and c.status != 200], "no second acknowledgement"
 
