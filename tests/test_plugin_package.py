@@ -100,3 +100,14 @@ def test_plugin_packages_import_only_the_public_api(module: Path) -> None:
 
 def test_there_is_a_plugin_package_to_check() -> None:
     assert plugin_modules(), "plugins/ holds no plugin package"
+
+
+def test_every_name_of_the_public_api_is_there_and_only_those() -> None:
+    """``runwield_bridge.__all__`` and ``plugin_api``, where its names are loaded from on first use, agree."""
+    from runwield_bridge import plugin_api
+
+    defined = {name for name in vars(plugin_api) if not name.startswith("_")}
+    assert set(runwield_bridge.__all__) == defined
+    assert all(getattr(runwield_bridge, name) is getattr(plugin_api, name) for name in runwield_bridge.__all__)
+    with pytest.raises(AttributeError, match="has no attribute 'internal_thing'"):
+        runwield_bridge.internal_thing  # noqa: B018
