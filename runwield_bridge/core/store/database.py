@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -164,10 +165,24 @@ def sqlite_pragmas(dbapi_conn: Any, _record: Any = None) -> None:
     # first: a process starting beside another (migrating a new database, say) waits for it; on a busy machine
     # that can take well over 10 s, and a wait is better than a failed request
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-    cursor.execute("PRAGMA journal_mode=WAL")
+    _wal(cursor)
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _wal(cursor: Any) -> None:
+    """``journal_mode=WAL``: a fresh file's connections opening at once can find its lock taken without SQLite
+    calling the busy handler ("database is locked" at once), so that is retried, up to the busy timeout."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except Exception as error:  # sqlite3's, or SQLAlchemy's wrapping of it (aiosqlite's adapter)
+            if "database is locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)  # only on a brand-new file, while another connection converts it
 
 
 def _driver_begins_nothing(dbapi_conn: Any, record: Any) -> None:
