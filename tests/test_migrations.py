@@ -82,7 +82,7 @@ async def test_wld_processes_started_at_once_on_a_new_database_all_come_up(wld_d
         assert code == 0, f"{command[1:]} failed: {err}"
     assert [out for _, out, _ in results[:2]] == ["no sessions yet; start one with: wld chat\n"] * 2
     upgrades = sorted(out for _, out, _ in results[2:])
-    assert all(out.startswith(("upgraded from", "already at 0004")) for out in upgrades), upgrades
+    assert all(out.startswith(("upgraded from", f"already at {HEAD}")) for out in upgrades), upgrades
 
 
 async def test_wld_db_status_shows_the_current_and_the_newest_version(wld_database: str, wld_home: Path) -> None:
@@ -91,14 +91,14 @@ async def test_wld_db_status_shows_the_current_and_the_newest_version(wld_databa
     lines = out.splitlines()
     assert lines[1:] == [
         "current:  none (an empty database)",
-        "head:     0004 (Several bridge instances on one database)",
+        "head:     0005 (Indexes for long Sessions)",
         "behind: `wld db upgrade` brings it to head (as every wld command does on start)",
     ]
     assert lines[0].startswith("database: ") and wld_database.split("://")[0] in lines[0]
     assert not (wld_home / "wld.db").exists(), "a status changes nothing"
-    assert await run(WLD, "db", "upgrade") == (0, "upgraded from none (an empty database) to 0004 (Several bridge instances on one database)\n", "")
+    assert await run(WLD, "db", "upgrade") == (0, "upgraded from none (an empty database) to 0005 (Indexes for long Sessions)\n", "")
     code, out, _ = await run(WLD, "db", "status")
-    assert out.splitlines()[1:] == ["current:  0004 (Several bridge instances on one database)", "head:     0004 (Several bridge instances on one database)", "up to date"]
+    assert out.splitlines()[1:] == ["current:  0005 (Indexes for long Sessions)", "head:     0005 (Indexes for long Sessions)", "up to date"]
 
 
 def test_a_missing_postgresql_server_skips_with_a_reason_but_fails_where_it_is_required(tmp_path: Path) -> None:

@@ -8,14 +8,17 @@ import dataclasses
 import re
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy import text
 from sqlmodel import SQLModel
 
 from runwield_bridge.core import records
 from runwield_bridge.core.records import PlanRecord, PlanRevisionRecord, ReviewRecord
 from runwield_bridge.core.store import Store
 from runwield_bridge.core.store.migrate import HEAD
+from runwield_bridge.core.store.sessions import ENTRIES_AFTER, INTERRUPT_ALL
 
 SCHEMA = Path(__file__).parent / "fixtures" / "schema-0.4.0.sql"
 
@@ -131,3 +134,28 @@ async def test_unfinished_notes_of_two_chats_with_one_message_id_are_kept_apart_
         assert [n.text for n in await store.bridge.unfinished_messages("telegram", "instance-a")] == ["two"], "the other chat's note stays"
     finally:
         await store.close()
+
+
+async def plan(store: Store, statement: Any, **params: Any) -> str:
+    """How the database would run ``statement`` (one of the store's own) with ``params``, as it explains it."""
+    async with store.engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            await conn.execute(text("SET enable_seqscan = off"))  # tables this small would be read whole whatever the indexes
+        compiled = statement.compile(dialect=conn.dialect)
+        values = {**compiled.params, **params}
+        explain = "EXPLAIN " if conn.dialect.name == "postgresql" else "EXPLAIN QUERY PLAN "
+        rows = await conn.exec_driver_sql(explain + str(compiled), tuple(values[name] for name in compiled.positiontup))
+        return "\n".join(str(row[-1]) for row in rows)
+
+
+async def test_a_turns_reads_go_by_index_to_what_they_need_however_long_the_session(database_url: str) -> None:
+    """Starting a turn finds the Session's running turns, and its transcript after the entry last seen, through an
+    index on both of the columns each narrows by: a Session's thousandth turn reads no more than its first."""
+    store = await Store.open(database_url)
+    try:
+        running = await plan(store, INTERRUPT_ALL, of_session="ses_1", now=1.0)
+        after = await plan(store, ENTRIES_AFTER.statement, session_id="ses_1", after=5)
+    finally:
+        await store.close()
+    assert "ix_turns_session_id_state" in running and re.search(r"session_id\)?(::\w+)? ?= ?\S+ AND \(?\(?state\b", running), running
+    assert "ix_transcript_session_id_id" in after and re.search(r"session_id\)?(::\w+)? ?= ?\S+ AND \(?(row)?id ?> ?", after), after

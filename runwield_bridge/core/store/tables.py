@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from sqlalchemy import Index
 from sqlmodel import Field, SQLModel
 
 
@@ -28,8 +29,9 @@ class TranscriptRow(SQLModel, table=True):
     """One entry of a Session's append-only transcript."""
 
     __tablename__ = "transcript"
+    __table_args__ = (Index("ix_transcript_session_id_id", "session_id", "id"),)  # a Session's entries after one
     id: int | None = Field(default=None, primary_key=True)
-    session_id: str = Field(index=True, foreign_key="sessions.id")
+    session_id: str = Field(foreign_key="sessions.id")
     kind: str  # user | agent | thought | tool | notice
     text: str = ""
     data: str = "{}"
@@ -40,8 +42,9 @@ class TurnRow(SQLModel, table=True):
     """A turn of a Session: ``running`` until it settles, or ``interrupted`` when its process ended first."""
 
     __tablename__ = "turns"
+    __table_args__ = (Index("ix_turns_session_id_state", "session_id", "state"),)  # a Session's running turns
     id: str = Field(primary_key=True)
-    session_id: str = Field(index=True, foreign_key="sessions.id")
+    session_id: str = Field(foreign_key="sessions.id")
     state: str = "running"  # running | settled | interrupted
     stop_reason: str | None = None
     started_at: float = Field(default_factory=time.time)
