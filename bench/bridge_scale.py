@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
 import json
 import os
@@ -35,11 +34,12 @@ import sys
 import tempfile
 import time
 import tracemalloc
-import uuid
 from collections.abc import AsyncIterator
 from datetime import date
 from pathlib import Path
 from typing import Any
+
+from databases import fresh_database  # bench/, this script's directory
 
 REPO = Path(__file__).resolve().parent.parent
 WLD = str(Path(sys.executable).parent / "wld")
@@ -86,27 +86,6 @@ def bench_plugin(hold: asyncio.Event, holding: list[int]) -> Any:
             register(info, HoldingModel)
 
     return Plugin()
-
-
-@contextlib.asynccontextmanager
-async def fresh_database(server: str | None) -> AsyncIterator[dict[str, str]]:
-    """The settings that put the store on a new database of its own on a PostgreSQL ``server`` (dropped afterwards),
-    or none (SQLite in the temporary WLD_HOME)."""
-    if server is None:
-        yield {}
-        return
-    import asyncpg
-    from sqlalchemy.engine import make_url
-
-    url = make_url(server)
-    admin = await asyncpg.connect(url.set(drivername="postgresql").render_as_string(hide_password=False))
-    name = f"wld_bench_{uuid.uuid4().hex[:12]}"
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        yield {"database_url": url.set(database=name).render_as_string(hide_password=False)}
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
 
 
 async def measure(size: int, database_server: str | None = None) -> dict[str, Any]:
