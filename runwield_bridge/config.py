@@ -128,6 +128,7 @@ class Settings(Strict):
 # The asyncio driver of a database URL that names none, and the extras that install a driver.
 DEFAULT_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg", "postgres": "postgresql+asyncpg"}
 DRIVER_EXTRAS = {"postgresql+asyncpg": "postgres"}
+SUPPORTED_DATABASES = ("sqlite", "postgresql")
 
 
 def with_async_driver(url: str) -> str:
@@ -140,11 +141,16 @@ def with_async_driver(url: str) -> str:
     except ArgumentError:
         raise ConfigError(f"database_url: {url!r} is not a database URL") from None
     parsed = parsed.set(drivername=DEFAULT_DRIVERS.get(parsed.drivername, parsed.drivername))
+    if parsed.get_backend_name() not in SUPPORTED_DATABASES:
+        raise ConfigError(
+            f"database_url: {parsed.get_backend_name()!r} is not supported: wld keeps its state in SQLite (the default) "
+            "or PostgreSQL (postgresql+asyncpg://user:password@host:5432/name)"
+        )
     try:
         dialect = parsed.get_dialect()
         dialect.import_dbapi()
     except NoSuchModuleError:
-        raise ConfigError(f"database_url: unknown database {parsed.drivername!r}") from None
+        raise ConfigError(f"database_url: {parsed.drivername} names no driver SQLAlchemy knows (wld uses {' or '.join(sorted(set(DEFAULT_DRIVERS.values())))})") from None
     except ImportError:
         driver, extra = parsed.get_driver_name(), DRIVER_EXTRAS.get(parsed.drivername)
         install = f"pip install 'runwield-bridge[{extra}]'" if extra else f"pip install {driver}"

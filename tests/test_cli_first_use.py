@@ -112,8 +112,11 @@ def test_a_database_url_without_a_driver_gets_the_asyncio_one() -> None:
     assert with_async_driver("sqlite:////srv/wield/wld.db") == "sqlite+aiosqlite:////srv/wield/wld.db"
     with pytest.raises(ConfigError, match=r"database_url: sqlite\+pysqlite is not an asyncio driver"):
         with_async_driver("sqlite+pysqlite:////srv/wield/wld.db")
-    with pytest.raises(ConfigError, match="database_url: unknown database 'nosuchdb'"):
-        with_async_driver("nosuchdb://host/db")
+    with pytest.raises(ConfigError, match=r"database_url: sqlite\+nosuchdriver names no driver SQLAlchemy knows \(wld uses postgresql\+asyncpg or sqlite\+aiosqlite\)"):
+        with_async_driver("sqlite+nosuchdriver:////srv/wield/wld.db")
+    for url in ("mysql://root@127.0.0.1/wld", "mssql+aioodbc://host/wld", "nosuchdb://host/db"):  # installed or not
+        with pytest.raises(ConfigError, match=r"database_url: '\w+' is not supported: wld keeps its state in SQLite"):
+            with_async_driver(url)
 
 
 async def test_processes_opening_a_fresh_database_at_once_all_start(database_url: str) -> None:
