@@ -262,9 +262,9 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as exc:
-        from .core.store.migrate import SchemaError  # here, not at the top: `wld acp` imports no store before initialize
+        from .core.store.migrate import DatabaseUnavailable, SchemaError  # here: `wld acp` imports no store before initialize
 
-        if not isinstance(exc, SchemaError):
+        if not isinstance(exc, (SchemaError, DatabaseUnavailable)):
             raise
         print(f"wld: database error: {exc}", file=sys.stderr)
         return 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -11,6 +12,8 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from database_kit import postgres_database
+from sqlalchemy.engine import make_url
 
 from runwield_bridge.cli import build_parser
 from runwield_bridge.config import ConfigError
@@ -104,6 +107,43 @@ def test_a_postgres_url_without_its_driver_says_which_extra_to_install(tmp_path:
             "pip install 'runwield-bridge[postgres]'"
         ]
     assert list(tmp_path.glob("*.db")) == [], "nothing was created"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def refused_in_one_line(tmp_path: Path, url: str, shown: str, reason: str) -> None:
+    """Every command that opens the database stops with one line saying where and why; nothing is written."""
+    (tmp_path / "wld.toml").write_text(f'database_url = "{url}"\n')
+    before = sorted(tmp_path.rglob("*"))
+    for command in (("sessions",), ("db", "status"), ("db", "upgrade")):
+        done = wld(*command, home=tmp_path, env={"WLD_CONFIG": str(tmp_path / "wld.toml")})
+        assert (done.returncode, done.stdout) == (2, ""), done.stderr
+        [line] = done.stderr.splitlines()
+        assert line.startswith(f"wld: database error: cannot open {shown}: ") and reason in line, line
+        assert "sekrit" not in line, "the password is never shown"
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_postgresql_server_that_is_not_there_is_said_in_one_line(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"postgresql://wld:sekrit@127.0.0.1:{port}/wld"
+    refused_in_one_line(tmp_path, url, f"postgresql+asyncpg://wld:***@127.0.0.1:{port}/wld", "Connect call failed")
+
+
+async def test_a_postgresql_database_that_does_not_exist_is_said_in_one_line(tmp_path: Path) -> None:
+    async with postgres_database() as existing:  # the server is there (skips or fails as the other PostgreSQL tests do)
+        url = make_url(existing).set(database="wld_no_such_database").render_as_string(hide_password=False)
+        await asyncio.to_thread(refused_in_one_line, tmp_path, url, make_url(url).render_as_string(), 'database "wld_no_such_database" does not exist')
+
+
+def test_an_sqlite_path_that_cannot_be_a_database_is_said_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "taken").mkdir()
+    url = f"sqlite:///{tmp_path / 'taken'}"
+    refused_in_one_line(tmp_path, url, f"sqlite+aiosqlite:///{tmp_path / 'taken'}", "unable to open database file")
 
 
 def test_a_database_url_without_a_driver_gets_the_asyncio_one() -> None:

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import fcntl
 import os
+import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,10 @@ class SchemaError(RuntimeError):
     """The database's schema is not one this release can migrate; nothing was changed."""
 
 
+class DatabaseUnavailable(RuntimeError):
+    """The database could not be opened (no server there, no such database, credentials refused): nothing was done."""
+
+
 @dataclass(frozen=True)
 class SchemaStatus:
     """Where a database stands: its version (None when empty), whether that version is only read from its tables
@@ -43,6 +48,7 @@ class SchemaStatus:
 
 async def upgrade(engine: AsyncEngine) -> None:
     """Bring the database to the newest version (nothing to do, and no lock taken, when it is there)."""
+    await _reachable(engine)
     if await _stamped(engine) == HEAD:
         return
     async with _exclusively(engine) as conn:
@@ -53,6 +59,7 @@ async def status(engine: AsyncEngine) -> SchemaStatus:
     """The database's version, read without changing anything."""
     if engine.dialect.name == "sqlite" and not _sqlite_exists(engine):
         return SchemaStatus(None, unstamped=False)
+    await _reachable(engine)
     async with engine.connect() as conn:
         return await conn.run_sync(_status)
 
@@ -63,6 +70,21 @@ def describe(revision: str | None) -> str:
         return "none (an empty database)"
     doc = _scripts().get_revision(revision).doc
     return f"{revision} ({doc.split(':')[0].strip()})"
+
+
+async def _reachable(engine: AsyncEngine) -> None:
+    """Open a connection (the pool keeps it for what follows; SQLite's is only tried): one that cannot be opened is a DatabaseUnavailable
+    that says where and why in one line, not a driver's traceback."""
+    path = engine.url.database
+    try:
+        if engine.dialect.name == "sqlite" and path and path != ":memory:":
+            sqlite3.connect(path).close()  # aiosqlite's thread outlives a connection that failed, and fails at exit
+        else:
+            async with engine.connect():
+                pass
+    except (OSError, DBAPIError, sqlite3.Error) as exc:
+        reason = str(exc.orig if isinstance(exc, DBAPIError) else exc).strip()
+        raise DatabaseUnavailable(f"cannot open {engine.url.render_as_string(hide_password=True)}: {reason}") from None
 
 
 async def _stamped(engine: AsyncEngine) -> str | None:
