@@ -42,10 +42,17 @@ async def run_doctor(settings: Settings) -> int:
 
 
 async def diagnose(settings: Settings) -> AsyncIterator[Finding]:
-    """State, models and plugins; ``[web] listen``; then each configured channel."""
-    app = await App.start(settings)
+    """State, models and plugins; ``[web] listen``; then each configured channel (those need the database)."""
+    from .core.store.migrate import DatabaseUnavailable, SchemaError
+
+    yield Finding("ok", "state directory", str(settings.state_dir))
     try:
-        yield Finding("ok", "state directory", str(settings.state_dir))
+        app = await App.start(settings)
+    except (DatabaseUnavailable, SchemaError) as exc:
+        yield Finding("problem", "database", f"{exc}; fix database_url (or start the server) and run wld doctor again")
+        yield await listen_finding(settings)
+        return
+    try:
         yield Finding("ok", "database", settings.db_url)
         yield Finding("ok", "models", f"{', '.join(m.id for m in app.session_host.models.all())} (new Sessions use {settings.sessions.model})")
         for failed in app.plugins.failed:

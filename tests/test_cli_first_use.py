@@ -132,6 +132,12 @@ def test_a_postgresql_server_that_is_not_there_is_said_in_one_line(tmp_path: Pat
     port = free_port()
     url = f"postgresql://wld:sekrit@127.0.0.1:{port}/wld"
     refused_in_one_line(tmp_path, url, f"postgresql+asyncpg://wld:***@127.0.0.1:{port}/wld", "Connect call failed")
+    with (tmp_path / "wld.toml").open("a") as config:
+        config.write(f'[web]\nlisten = "127.0.0.1:{free_port()}"\n')  # a port no other test takes
+    doctor = wld("doctor", home=tmp_path, env={"WLD_CONFIG": str(tmp_path / "wld.toml")})
+    found = doctor.stdout.splitlines()
+    assert doctor.returncode == 1 and found[-1] == "1 problem(s) found", doctor.stdout + doctor.stderr
+    assert f"problem  database: cannot open postgresql+asyncpg://wld:[redacted]@127.0.0.1:{port}/wld: " in doctor.stdout
 
 
 async def test_a_postgresql_database_that_does_not_exist_is_said_in_one_line(tmp_path: Path) -> None:
