@@ -14,7 +14,7 @@ from test_acp_server import INIT, WLD, text_prompt, updates
 from test_store_repositories import SCHEMA, schema, version
 
 from runwield_bridge.core.store import Store
-from runwield_bridge.core.store.migrate import HEAD
+from runwield_bridge.core.store.migrate import HEAD, describe
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -82,10 +82,10 @@ async def test_the_store_opens_an_old_database_with_every_session_transcript_bin
 def test_wld_db_status_reads_the_version_from_the_tables_and_wld_db_upgrade_records_it(old_home: Path, release: Release) -> None:
     before = wld("db", "status")
     assert f"current:  {release.version} ({release.description}), read from its tables" in before
-    assert f"head:     {HEAD} (Several bridge instances on one database)" in before and "behind: `wld db upgrade`" in before
-    assert wld("db", "upgrade") == f"upgraded from {release.version} ({release.description}) to {HEAD} (Several bridge instances on one database)\n"
+    assert f"head:     {describe(HEAD)}" in before and "behind: `wld db upgrade`" in before
+    assert wld("db", "upgrade") == f"upgraded from {release.version} ({release.description}) to {describe(HEAD)}\n"
     after = wld("db", "status")
-    assert f"current:  {HEAD} (Several bridge instances on one database)\n" in after and after.endswith("up to date\n")
+    assert f"current:  {describe(HEAD)}\n" in after and after.endswith("up to date\n")
     assert release.session in wld("sessions")
 
 
