@@ -73,11 +73,11 @@ def describe(revision: str | None) -> str:
 
 
 async def _reachable(engine: AsyncEngine) -> None:
-    """Open a connection (the pool keeps it for what follows; SQLite's is only tried): one that cannot be opened is a DatabaseUnavailable
-    that says where and why in one line, not a driver's traceback."""
+    """Open a connection (the pool keeps it for what follows; an SQLite file is only tried): a database that cannot be
+    opened is a DatabaseUnavailable that says where and why in one line, not a driver's traceback."""
     path = engine.url.database
     try:
-        if engine.dialect.name == "sqlite" and path and path != ":memory:":
+        if engine.dialect.name == "sqlite" and path and path != ":memory:" and not path.startswith("file:"):
             sqlite3.connect(path).close()  # aiosqlite's thread outlives a connection that failed, and fails at exit
         else:
             async with engine.connect():

@@ -22,4 +22,3 @@ def upgrade() -> None:
     op.create_index("ix_turns_session_id_state", "turns", ["session_id", "state"])
     op.drop_index("ix_transcript_session_id", table_name="transcript")
     op.create_index("ix_transcript_session_id_id", "transcript", ["session_id", "id"])
-
