@@ -400,7 +400,8 @@ async def test_one_writer_per_session_across_processes(wld_database: str, tmp_pa
         with pytest.raises(RpcError) as err:
             await b.call("session/set_config_option", {"sessionId": sid, "configId": "model", "value": "scripted-fast"})
         assert err.value.code == BUSY
-        assert (await turn)["stopReason"] == "end_turn"
+        await a.notify("session/cancel", {"sessionId": sid})  # rather than its 15 s: what follows is the same once it settles
+        assert (await turn)["stopReason"] == "cancelled"
         assert (await b.call("session/prompt", text_prompt(sid, "b wants in")))["stopReason"] == "end_turn"
 
 
@@ -435,7 +436,9 @@ async def test_checking_the_writer_never_makes_a_lone_prompt_busy(tmp_path: Path
         with pytest.raises(RpcError) as err:
             await a.call("session/prompt", text_prompt(sid, "a real overlap"))
         assert err.value.code == BUSY, "a running turn still makes the Session busy"
-        assert (await turn)["stopReason"] == "end_turn"
+        await b.notify("session/cancel", {"sessionId": sid})  # rather than its 15 s
+        assert (await turn)["stopReason"] == "cancelled"
+        assert (await b.call("session/prompt", text_prompt(sid, "b after it")))["stopReason"] == "end_turn", "a settled turn frees the Session"
 
 
 def run_wld(*args: str) -> str:
