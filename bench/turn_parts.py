@@ -24,7 +24,6 @@ from typing import Any
 
 from acp_stdio import PYTHON_BASELINE, prompt_throughput  # bench/, this script's directory
 
-PARTS = ("usage", "store", "updates")
 VARIANTS = ((), ("usage",), ("usage", "store"), ("usage", "store", "updates"))
 
 

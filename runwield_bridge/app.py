@@ -205,9 +205,8 @@ class InProcessAgent:
 
 def freeze_startup_heap() -> None:
     """For a process that serves for long (``wld bridge``, ``wld acp``, ``wld workspace``), once it has started: what
-    it holds by then (the modules, the plugins, the store, some 120,000 objects) is kept out of the garbage
-    collector's full collections, which then walk only what the process made since: with 1,000 conversations and
-    500 messages at once, their longest pause went from 186-226 ms to 122-173 ms (docs/benchmarks.md)."""
+    it holds by then (the modules, the plugins, the store) is kept out of the garbage collector's full collections,
+    which then walk only what the process made since, and pause about a third less (docs/benchmarks.md)."""
     gc.freeze()
 
 
