@@ -154,7 +154,7 @@ class App:
                 settings.state_dir,
                 settings.sessions.model,
                 settings.sessions.agent,
-                runtime=RuntimeSwitch(NativeRuntime(catalog), AcpRuntime(external_agents, choices), choices),
+                runtime=RuntimeSwitch(NativeRuntime(catalog, store.summaries, settings.sessions.compact_at), AcpRuntime(external_agents, choices), choices),
                 runtimes=choices,
                 commands=CommandRegistry(plugins.commands()),
                 metrics=WorkflowMetrics.in_state_dir(settings.state_dir, settings.workflow_metrics),

@@ -91,6 +91,9 @@ class SessionsConfig(Strict):
     question_timeout: float = Field(default=3600.0, ge=0)
     vision_fallback: str | None = None
     """A vision model that text-only models ask about images through the ``see_image`` tool."""
+    compact_at: float = Field(default=0.8, gt=0, le=1)
+    """The share of the model's ``context_window`` a native Session's request may take before older messages are
+    compacted into a summary."""
 
 
 class Settings(Strict):

@@ -98,7 +98,7 @@ async def host(tmp_path: Path) -> AsyncIterator[tuple[SessionHost, Recording]]:
     catalog = ModelCatalog()
     catalog.add(model.info, lambda: model)
     store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'wld.db'}")
-    session_host = SessionHost(store, catalog, [], tmp_path, default_model="recording", runtime=NativeRuntime(catalog))
+    session_host = SessionHost(store, catalog, [], tmp_path, default_model="recording", runtime=NativeRuntime(catalog, store.summaries))
     yield session_host, model
     await session_host.shutdown()
     await store.close()

@@ -20,6 +20,7 @@ from genai_prices import calc_price
 from runwield_bridge.app import App
 from runwield_bridge.config import load_settings
 from runwield_bridge.core.catalog import agent_profile
+from runwield_bridge.core.context import stable_prefix, volatile_delta
 from runwield_bridge.core.events import Event, MessageChunk, Notice, Thought, ToolProgress, TurnSettled, Usage
 
 
@@ -33,6 +34,9 @@ async def openai_fake() -> AsyncIterator[OpenAIFake]:
 async def anthropic_fake() -> AsyncIterator[AnthropicFake]:
     async with AnthropicFake() as fake:
         yield fake
+
+
+EPHEMERAL = {"type": "ephemeral", "ttl": "5m"}
 
 
 def closed_port_url() -> str:
@@ -104,7 +108,10 @@ async def test_openai_reply_streams_in_chunks_with_exact_usage(tmp_path: Path, o
     call = openai_fake.last_call("chat.completions")
     assert call.headers["Authorization"] == "Bearer x"
     assert (call["model"], call["stream"], call["stream_options"]) == ("gpt-4o", True, {"include_usage": True})
-    assert [m for m in call["messages"] if m["role"] == "user"] == [{"role": "user", "content": "hi"}]
+    assert [m for m in call["messages"] if m["role"] == "user"] == [
+        {"role": "user", "content": volatile_delta("build", None)},
+        {"role": "user", "content": "hi"},
+    ], "the context's delta, then the prompt"
     assert {"read_file", "list_files"} <= {t["function"]["name"] for t in call["tools"]}
     assert "reasoning_effort" not in call.params, "a model without reasoning levels gets no effort"
 
@@ -138,12 +145,14 @@ async def test_openai_second_turn_sends_the_instructions_and_history(tmp_path: P
         settled, events = await chat.send("what is my name?")
     assert settled.stop_reason == "end_turn" and chunks(events) == ["Ada"]
     system, *conversation = openai_fake.last_call("chat.completions")["messages"]
-    assert system == {"role": "system", "content": agent_profile("build").instructions}, "the Agent's instructions"
+    assert system == {"role": "system", "content": stable_prefix().instructions}, "the stable prefix's instructions"
+    assert agent_profile("build").instructions in system["content"]
     assert conversation == [
         {"role": "user", "content": "my name is Ada"},
         {"role": "assistant", "content": "Nice to meet you"},
+        {"role": "user", "content": volatile_delta("build", None)},
         {"role": "user", "content": "what is my name?"},
-    ]
+    ], "the history as it was, the delta only before the newest prompt"
 
 
 async def test_openai_thinking_streams_and_the_level_is_the_reasoning_effort(
@@ -223,7 +232,8 @@ async def test_anthropic_streams_thinking_and_text_with_exact_usage_and_price(
     assert usage.cost_usd == pytest.approx(float(price.total_price)) and usage.cost_usd > 0
     call = anthropic_fake.last_call("messages")
     assert call["model"] == "claude-haiku-4-5"
-    assert call["messages"] == [{"role": "user", "content": [{"type": "text", "text": "salut"}]}]
+    delta = {"type": "text", "text": volatile_delta("build", "high")}
+    assert call["messages"] == [{"role": "user", "content": [delta, {"type": "text", "text": "salut", "cache_control": EPHEMERAL}]}]
     assert call["thinking"] == {"type": "enabled", "budget_tokens": 16384}, "level high is a 16384-token budget"
 
 

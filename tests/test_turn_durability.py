@@ -164,7 +164,7 @@ async def test_a_reply_is_saved_while_it_streams_and_the_model_later_sees_it_who
     catalog = ModelCatalog()
     catalog.add(model.info, lambda: model)
     store = await Store.open(database_url)
-    host = SessionHost(store, catalog, [], tmp_path, default_model="gated", runtime=NativeRuntime(catalog))
+    host = SessionHost(store, catalog, [], tmp_path, default_model="gated", runtime=NativeRuntime(catalog, store.summaries))
     record = await host.create(str(tmp_path))
 
     async def ignore(event: Event) -> None:
@@ -209,7 +209,7 @@ async def test_a_turn_whose_process_ended_is_marked_interrupted_once_by_the_next
     catalog = ModelCatalog()
     catalog.add(model.info, lambda: model)
     store = await Store.open(database_url)
-    host = SessionHost(store, catalog, [], tmp_path, default_model="gated", runtime=NativeRuntime(catalog))
+    host = SessionHost(store, catalog, [], tmp_path, default_model="gated", runtime=NativeRuntime(catalog, store.summaries))
     record = await host.create(str(tmp_path))
     ended = TurnJournal(store.sessions, record.id)  # what a killed process left behind
     await ended.begin([("user", "list files", {})])

@@ -69,6 +69,10 @@ async def help_command(ctx: CommandContext, args: str) -> None:
     await ctx.say("\n".join(lines))
 
 
+async def compact_command(ctx: CommandContext, args: str) -> None:
+    await ctx.compact()
+
+
 async def terminal_only(ctx: CommandContext, args: str) -> None:
     await ctx.say(f"/{ctx.name} belongs to a terminal UI and does not run over ACP; nothing was done.")
 
@@ -77,5 +81,6 @@ BUILTIN_COMMANDS: tuple[Command, ...] = (
     Command("agent", "Choose the Agent this Session runs as", agent_command, hint="Agent (optional)"),
     Command("model", "Choose the model for this Session", model_command, aliases=("models",), hint="model (optional)"),
     Command("help", "List the commands", help_command),
+    Command("compact", "Fold the older part of the conversation into a summary (the transcript keeps all)", compact_command),
     *(Command(name, "A terminal-UI command", terminal_only, advertised=False) for name in TERMINAL_ONLY),
 )

@@ -36,8 +36,9 @@ _INVOCATION = re.compile(rf"/({_NAME})(?:\s+(.*))?", re.DOTALL | re.IGNORECASE)
 @dataclass(frozen=True)
 class CommandContext:
     """What a running command may use: the Session, the user (ask, say, show a link, stream events), the selection,
-    the Agent (``agent_turn``: a model turn on a prompt, its tools working in a directory such as a worktree), and
-    ``follow_up``: once an awaitable completes, run a command as the Session's own next turn."""
+    the Agent (``agent_turn``: a model turn on a prompt, its tools working in a directory such as a worktree;
+    ``compact``: the runtime compacts the Session's context now), and ``follow_up``: once an awaitable completes, run
+    a command as the Session's own next turn."""
 
     session: SessionRecord
     name: str
@@ -49,6 +50,7 @@ class CommandContext:
     emit: Callable[[Event], Awaitable[None]]
     show_link: Callable[[PlanLink], Awaitable[None]]
     agent_turn: Callable[[str, Path], Awaitable[None]]
+    compact: Callable[[], Awaitable[None]]
     follow_up: Callable[[Awaitable[Any], Command, str], None]
 
 

@@ -110,3 +110,7 @@ class Checkable(Protocol):
 
 class ModelError(Exception):
     """A model request failed in a way the user should be told about."""
+
+
+class ContextOverflow(ModelError):
+    """The provider refused a request as longer than the model's context window."""

@@ -40,6 +40,7 @@ class TurnResult:
     cost_usd: float = 0.0
     message_id: str = field(default_factory=new_message_id)
     replied: bool = False  # the agent has said something in this turn
+    context_tokens: int | None = None  # the context its model last measured (exactly, as the provider reported it)
 
     def start_message(self) -> str:
         """Steered input arrived: the agent's next words start a new message. Returns the input's message id."""
@@ -52,7 +53,8 @@ class TurnRequest:
     """Everything a runtime gets for one turn.
 
     ``session`` names the selection (model, reasoning level, Agent) and the cost so far; ``history`` is the
-    conversation before ``prompt``; ``tools`` work in ``cwd``; ``emit`` sends the core's typed events
+    conversation before ``prompt`` (the whole of it: the runtime assembles its context, ``core/context.py``);
+    ``compact`` asks for the context to be compacted now (``/compact``) instead of a turn on ``prompt``; ``tools`` work in ``cwd``; ``emit`` sends the core's typed events
     (message chunks, thoughts, tool progress, usage); ``ask`` puts a question to the user; ``steering``
     holds input the user adds while the turn runs, to be taken before the next model request. ``permit`` decides
     whether a tool may change a file or run a command (asking the user when no rule or grant allows it; None
@@ -66,7 +68,6 @@ class TurnRequest:
     history: Sequence[ChatMessage]
     tools: Sequence[Tool]
     cwd: Path
-    instructions: str
     emit: Emit
     ask: Ask
     steering: SteeringInbox
@@ -76,6 +77,7 @@ class TurnRequest:
     command_timeout: float = COMMAND_TIMEOUT
     background: StartBackground | None = None
     images: tuple[Image, ...] = ()  # the prompt's images, for a model that sees them
+    compact: bool = False
 
 
 class Runtime(Protocol):

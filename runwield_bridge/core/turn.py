@@ -12,7 +12,7 @@ from typing import Any
 
 from ..redaction import redact
 from .background import BackgroundTasks, result_command
-from .catalog import ModelCatalog, agent_profile
+from .catalog import ModelCatalog
 from .commands import Command, CommandContext, CommandRegistry, Invocation
 from .events import Event, MessageChunk, Notice, PlanLink, ToolProgress, TurnSettled
 from .interactions import InteractionBroker, Outcome, Question
@@ -140,6 +140,10 @@ class TurnExecutor:
             await journal.write("user", prompt, audience="model", command=invocation.name)
             await self._run_runtime(live, history, prompt, result, cwd=cwd, in_worktree=True, voice=AGENT_SAYS)
 
+        async def compact() -> None:
+            await journal.flush()
+            await self._run_runtime(live, await parts.recorder.model_history(live), "", result, compact=True)
+
         return CommandContext(
             session=live.record,
             name=invocation.name,
@@ -151,6 +155,7 @@ class TurnExecutor:
             emit=live.emit,
             show_link=lambda link: self._say(live, result, link.kept, link),
             agent_turn=agent_turn,
+            compact=compact,
             follow_up=lambda after, command, args: parts.follow_up(live.record.id, command, args, after),
         )
 
@@ -165,10 +170,11 @@ class TurnExecutor:
         in_worktree: bool = False,
         voice: str = "",
         images: tuple[Image, ...] = (),
+        compact: bool = False,
     ) -> None:
         """A runtime turn on ``prompt``; its tools work in ``cwd`` (default: the Session's directory). A turn
         ``in_worktree`` carries out an approved Plan in RunWield's own worktree: it may write files there without asking.
-        ``voice`` marks the model's words as its own."""
+        ``voice`` marks the model's words as its own; ``compact`` asks the runtime to compact the context instead."""
         record = live.record
         seeing = self.parts.vision.tools_for(record.model) if self.parts.vision is not None else ()
         live.steering = SteeringInbox()
@@ -182,7 +188,6 @@ class TurnExecutor:
             history=history,
             tools=(*self.parts.tools, *live.client_tools, *seeing),
             cwd=cwd or Path(record.cwd),
-            instructions=agent_profile(record.agent).instructions,
             emit=self._observed(live),
             ask=ask,
             steering=live.steering,
@@ -192,6 +197,7 @@ class TurnExecutor:
             command_timeout=self.parts.command_timeout,
             background=self._background(live).start,
             images=images,
+            compact=compact,
         )
         try:
             await self.parts.runtime.run_turn(request)

@@ -22,6 +22,7 @@ from ..config import ModelConfig
 from .provider_keys import missing_key
 from ..core.models import (
     ChatMessage,
+    ContextOverflow,
     ModelError,
     ModelEvent,
     ModelInfo,
@@ -36,6 +37,10 @@ from ..core.models import (
 SettingsFor = Callable[[str | None], dict[str, Any]]
 OFF = "off"
 ANTHROPIC_LEVELS = ("minimal", "low", "medium", "high", "xhigh", "max")
+ANTHROPIC_CACHE = {"anthropic_cache_instructions": True, "anthropic_cache_tool_definitions": True, "anthropic_cache_messages": True}
+"""Cache breakpoints on the stable prefix (the instructions, the tool definitions) and after the newest message."""
+LENGTH_REFUSALS = ("context_length_exceeded", "maximum context length", "context window", "prompt is too long", "too many tokens")
+"""How OpenAI, OpenAI-compatible servers and Anthropic word a refusal for length."""
 
 
 class PydanticAIModel:
@@ -63,7 +68,8 @@ class PydanticAIModel:
                         yield delta
                 final = response.get()
         except (AgentRunError, UserError) as exc:
-            raise ModelError(describe_error(exc, self.model.base_url)) from exc
+            refused = isinstance(exc, ModelHTTPError) and refused_for_length(exc)
+            raise (ContextOverflow if refused else ModelError)(describe_error(exc, self.model.base_url)) from exc
         for part in final.parts:
             if isinstance(part, pm.ToolCallPart):
                 yield ToolCallRequest(part.tool_call_id, part.tool_name, part.args_as_dict())
@@ -73,7 +79,7 @@ class PydanticAIModel:
 
 def to_messages(history: Sequence[ChatMessage], instructions: str = "") -> list[pm.ModelMessage]:
     """Our conversation as pydantic-ai messages: consecutive user prompts and tool results make one request,
-    which carries the Agent's instructions (pydantic-ai sends the latest as the system prompt)."""
+    which carries the stable instructions (pydantic-ai sends the latest as the system prompt)."""
     tool_names = {call.call_id: call.name for message in history for call in message.tool_calls}
     spoken = [m for m in history if m.role != "assistant" or m.text or m.tool_calls]
     messages: list[pm.ModelMessage] = []
@@ -145,6 +151,11 @@ def known_cost(response: pm.ModelResponse, price_by_name: bool) -> float:
         return 0.0
 
 
+def refused_for_length(exc: ModelHTTPError) -> bool:
+    """Whether the provider refused the request as longer than the model's context window."""
+    return exc.status_code in (400, 413) and any(words in str(exc.body).lower() for words in LENGTH_REFUSALS)
+
+
 def describe_error(exc: Exception, base_url: str) -> str:
     """A provider failure in words, naming the server."""
     where = base_url.rstrip("/")
@@ -182,10 +193,11 @@ def openai_settings(level: str | None) -> dict[str, Any]:
 
 
 def anthropic_settings(level: str | None) -> dict[str, Any]:
-    """pydantic-ai's unified ``thinking``: a thinking budget (or adaptive effort on newer Claude models)."""
+    """The prompt cache's breakpoints, and pydantic-ai's unified ``thinking``: a thinking budget (or adaptive effort on
+    newer Claude models)."""
     if level is None:
-        return {}
-    return {"thinking": False if level == OFF else level}
+        return dict(ANTHROPIC_CACHE)
+    return {**ANTHROPIC_CACHE, "thinking": False if level == OFF else level}
 
 
 def _api_key(info: ModelInfo, entry: ModelConfig, env: str) -> str:

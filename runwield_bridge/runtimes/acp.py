@@ -1,7 +1,8 @@
 """The acp runtime: an external ACP agent (``[agents.NAME]``) drives the turns of a RunWield Session (ADR 0033).
 
-The agent's session is stateful, so each turn sends only its new input; the context (the Agent's instructions) is
-sent once, as the first block of the agent session's first prompt, built the same way every time. What the agent
+The agent's session is stateful, so each turn sends only its new input; the context contract's stable prefix is sent
+once, as the first block of the agent session's first prompt, built the same way every time, and its volatile delta
+(the Agent now, say) with it and again before the next prompt whenever it changed (``core/context.py``). What the agent
 streams becomes the Session's events (and so its transcript); its permission requests and elicitations are asked
 through the Session's questions, never answered on the user's behalf.
 """
@@ -17,6 +18,7 @@ from acp import RequestError, text_block
 from acp.client.connection import ClientSideConnection
 from acp.schema import AllowedOutcome, PermissionOption, RequestPermissionResponse, ToolCallProgress, ToolCallUpdate
 
+from ..core.context import Context, ContextLedger, ContextState, assemble_context
 from ..core.events import Event, MessageChunk, Notice, Thought, ToolProgress, Usage, UserMessage
 from ..core.models import ModelError
 from ..core.runtime import TurnRequest, TurnResult
@@ -29,9 +31,9 @@ CANCEL_GRACE = 5.0
 """Seconds a cancelled agent gets to answer its prompt (``cancelled``) before the turn settles anyway."""
 
 
-def context_prefix(instructions: str) -> str:
-    """The byte-stable context an agent session starts with: the Session's Agent instructions."""
-    return f"<runwield-context>\n{instructions}\n</runwield-context>"
+def context_prefix(context: Context) -> str:
+    """The context an agent session starts with: the stable prefix (byte-stable), then the delta as it is now."""
+    return f"<runwield-context>\n{context.stable_prefix.instructions}\n</runwield-context>\n{context.volatile_delta}"
 
 
 class AcpRuntime:
@@ -40,19 +42,29 @@ class AcpRuntime:
     def __init__(self, agents: ExternalAgents, choices: RuntimeChoices) -> None:
         self.agents = agents
         self.choices = choices
+        self.ledger = ContextLedger()
+        """Keyed by the agent's session: the delta it was last told."""
 
     async def run_turn(self, request: TurnRequest) -> TurnResult:
         runtime = await self.choices.of(request.session.id)
         agent = self.agents.get(runtime.removeprefix(PREFIX))
+        if request.compact:
+            await request.emit(Notice(f"/compact applies to native Sessions: the external agent {agent.name} keeps and compacts its own context.", "warning"))
+            return request.result
+        context = assemble_context(ContextState(request.session.agent, request.session.reasoning))
         conn: ClientSideConnection | None = None
         try:
             conn = await agent.connection()
             agent_session, fresh = await self._open(agent, conn, request)
+            if not fresh and agent_session not in self.ledger.told:  # reopened by this process: told before it started
+                self.ledger.after_turn(agent_session, context, None)
             turn = ExternalTurn(request, agent)
             agent.turns[agent_session] = turn
             try:
-                first = [text_block(context_prefix(request.instructions))] if fresh else []
+                news = self.ledger.news(agent_session, context)
+                first = [text_block(context_prefix(context) if fresh else news)] if news else []
                 await turn.prompt(conn, agent_session, [*first, text_block(request.prompt)])
+                self.ledger.after_turn(agent_session, context, None)
                 while texts := request.steering.take():  # the agent takes no input mid-turn: steered input is the next prompt
                     for text in texts:
                         await request.emit(UserMessage(text, request.result.start_message()))

@@ -10,12 +10,15 @@ from pathlib import Path
 
 from ..core.background import StartBackground
 from ..core.catalog import ModelCatalog
-from ..core.events import MessageChunk, Thought, ToolProgress, Usage, UserMessage
+from ..core.compaction import COMPACT_AT, FURTHER_SHARE, KEEP_SHARE, Budget, Compactor, Summaries
+from ..core.context import Context, ContextLedger, ContextState, assemble_context, bounded
+from ..core.events import MessageChunk, Notice, Thought, ToolProgress, Usage, UserMessage
 from ..core.interactions import Outcome, Question
 from ..core.models import (
     ChatMessage,
-    Image,
+    ContextOverflow,
     Model,
+    ModelError,
     ModelRequest,
     ModelUsage,
     TextDelta,
@@ -28,18 +31,40 @@ from ..core.tool_gate import TurnPermit
 from ..core.tools import COMMAND_TIMEOUT, Tool, ToolContext, ToolError
 
 MAX_TOOL_ROUNDS = 16
+TOOL_OUTPUT_LIMIT = 16_000
+"""The characters of one tool output the model is given; the rest it can read again through the tools (ADR 0033 D5.3)."""
+READ_AGAIN = ": read the rest again through the tools, a part at a time (read_file with offset and limit, a narrower command)"
+Shrink = Callable[[list[ChatMessage], int], Awaitable[tuple[list[ChatMessage], int]]]
 
 
 class NativeRuntime:
-    """The Runtime that runs a turn against the Session's model, with the request's tools."""
+    """The Runtime that runs a turn against the Session's model, with the request's tools, on the context the contract
+    assembles (``core/context.py``), compacted to fit the model's window (``core/compaction.py``)."""
 
-    def __init__(self, models: ModelCatalog) -> None:
+    def __init__(self, models: ModelCatalog, summaries: Summaries, compact_at: float = COMPACT_AT) -> None:
         self.models = models
+        self.summaries = summaries
+        self.compact_at = compact_at
+        self.ledger = ContextLedger()
 
     async def run_turn(self, request: TurnRequest) -> TurnResult:
         session = request.session
+        model = self.models.build(session.model)
+        budget = Budget(model.info.context_window, self.compact_at)
+        compactor = Compactor(model, session.id, self.summaries, budget, request.emit, request.result)
+        summary = await self.summaries.latest(session.id)
+        specs = tuple(tool.spec for tool in request.tools)
+        state = ContextState(session.agent, session.reasoning, specs, request.history, summary, budget.message_limit)
+        if request.compact:
+            if await compactor.compact(state, KEEP_SHARE) is None:
+                await request.emit(Notice("Nothing to compact yet."))
+            self.ledger.measured.pop(session.id, None)
+            return request.result
+        prompt = ChatMessage("user", bounded(request.prompt, budget.message_limit), images=request.images)
+        pending = [ChatMessage("user", assemble_context(state).volatile_delta), prompt]
+        state, _ = await compactor.fit(state, pending, self.ledger.measured.get(session.id, 0))
         runner = TurnRunner(
-            model=self.models.build(session.model),
+            model=model,
             tools=request.tools,
             session_id=session.id,
             cwd=request.cwd,
@@ -47,15 +72,41 @@ class NativeRuntime:
             base_cost=session.cost_usd,
             emit=request.emit,
             result=request.result,
-            instructions=request.instructions,
             ask=request.ask,
             steering=request.steering,
             voice=request.voice,
             permit=request.permit,
             command_timeout=request.command_timeout,
             background=request.background,
+            shrink=Shrinker(compactor, state),
+            output_limit=min(TOOL_OUTPUT_LIMIT, budget.message_limit or TOOL_OUTPUT_LIMIT),
         )
-        return await runner.run(request.history, request.prompt, request.images)
+        context = assemble_context(state)
+        try:
+            return await runner.run(context, prompt)
+        finally:
+            self.ledger.after_turn(session.id, context, request.result.context_tokens)
+
+
+@dataclass
+class Shrinker:
+    """Compacts a turn's context further when the provider refuses a request for its length: once, then the turn fails
+    naming the settings."""
+
+    compactor: Compactor
+    state: ContextState
+    tried: bool = False
+
+    async def __call__(self, messages: list[ChatMessage], conversation: int) -> tuple[list[ChatMessage], int]:
+        """``messages`` with their first ``conversation`` (the Session's conversation) compacted further, and how many
+        messages the new conversation has."""
+        folded = None if self.tried else await self.compactor.compact(self.state, FURTHER_SHARE)
+        self.tried = True
+        if folded is None:
+            raise ModelError(self.compactor.budget.overflow())
+        self.state = folded
+        told = assemble_context(folded).conversation
+        return [*told, *messages[conversation:]], len(told)
 
 
 @dataclass
@@ -70,7 +121,6 @@ class TurnRunner:
     base_cost: float
     emit: Emit
     result: TurnResult = field(default_factory=TurnResult)
-    instructions: str = ""
     ask: Ask | None = None
     steering: SteeringInbox = field(default_factory=SteeringInbox)
     voice: str = ""
@@ -79,16 +129,28 @@ class TurnRunner:
     permit: TurnPermit | None = None
     command_timeout: float = COMMAND_TIMEOUT
     background: StartBackground | None = None
+    shrink: Shrink | None = None
+    """Compacts the conversation further when the provider refuses a request for its length."""
+    output_limit: int = TOOL_OUTPUT_LIMIT
+    """The characters of a tool's output the model is given (the user sees all of it)."""
 
-    async def run(self, history: Sequence[ChatMessage], prompt: str, images: tuple[Image, ...] = ()) -> TurnResult:
-        """Run until the model stops calling tools and no steered input waits. Partial output stays in `result` if cancelled."""
-        messages = [*history, ChatMessage("user", prompt, images=images)]
+    async def run(self, context: Context, prompt: ChatMessage) -> TurnResult:
+        """Run until the model stops calling tools and no steered input waits. Partial output stays in `result` if cancelled.
+        The request is the context's stable prefix, its conversation, its delta and the prompt, then the turn's own."""
+        conversation = len(context.conversation)
+        messages = [*context.conversation, ChatMessage("user", context.volatile_delta), prompt]
         by_name = {tool.spec.name: tool for tool in self.tools}
-        specs = tuple(t.spec for t in self.tools)
+        prefix = context.stable_prefix
         for _ in range(MAX_TOOL_ROUNDS):
             await self._take_steering(messages)
-            request = ModelRequest(tuple(messages), specs, self.reasoning, str(self.cwd), self.instructions)
-            calls, text = await self._stream(request)
+            request = ModelRequest(tuple(messages), prefix.tools, self.reasoning, str(self.cwd), prefix.instructions)
+            try:
+                calls, text = await self._stream(request)
+            except ContextOverflow:
+                if self.shrink is None:
+                    raise
+                messages, conversation = await self.shrink(messages, conversation)
+                continue
             if not calls:
                 if not self.steering:
                     return self.result
@@ -97,7 +159,8 @@ class TurnRunner:
             messages.append(ChatMessage("assistant", text, tool_calls=tuple(calls)))
             for call in calls:
                 output = await self._run_tool(by_name.get(call.name), call)
-                messages.append(ChatMessage("tool", output, tool_call_id=call.call_id))
+                told = bounded(output, self.output_limit, READ_AGAIN)
+                messages.append(ChatMessage("tool", told, tool_call_id=call.call_id))
         await self.emit(MessageChunk("\n(stopped: too many tool calls in one turn)", self.result.message_id))
         return self.result
 
@@ -137,6 +200,7 @@ class TurnRunner:
 
     async def _usage(self, usage: ModelUsage) -> None:
         self.result.cost_usd += usage.cost_usd
+        self.result.context_tokens = usage.context_tokens
         size = self.model.info.context_window
         if size is not None:
             cost = self.base_cost + self.result.cost_usd

@@ -34,6 +34,7 @@ from .pool_log import install as quiet_cancelled_checkins
 from .plans import PlanRepository
 from .reviews import ReviewRepository
 from .sessions import Entry, SessionRepository, new_session_id
+from .summaries import SummaryRepository
 from .workspace import WorkspaceRepository
 
 __all__ = [
@@ -61,9 +62,9 @@ POOL_TIMEOUT_SECONDS = 600
 class Store:
     """The database (SQLite in WAL mode unless the URL names another, PostgreSQL say) and its repositories: ``sessions``
     (with transcripts and turns), ``plans``, ``reviews``, ``executions``, ``bridge`` (bindings, update claims and
-    unfinished chat messages) and ``workspace`` (client request ids, Workspace logins); and the writer locks that go
-    with it. On PostgreSQL also ``instances`` (leases, conversation owners and handoffs between ``wld bridge``
-    instances); ``notifier`` wakes waiters in other processes there (``LISTEN/NOTIFY``), else in this one."""
+    unfinished chat messages), ``workspace`` (client request ids, Workspace logins) and ``summaries`` (what
+    compaction wrote); and the writer locks that go with it. On PostgreSQL also ``instances`` (leases, conversation
+    owners and handoffs between ``wld bridge`` instances); ``notifier`` wakes waiters in other processes there (``LISTEN/NOTIFY``), else in this one."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -89,6 +90,7 @@ class Store:
         self.executions = ExecutionRepository(connect, self.database)
         self.bridge = BridgeStateRepository(connect, self.database)
         self.workspace = WorkspaceRepository(connect, self.database)
+        self.summaries = SummaryRepository(connect, self.database)
 
     @classmethod
     async def open(cls, url: str) -> Store:

@@ -240,3 +240,15 @@ class HandoffRow(SQLModel, table=True):
     """The event as JSON."""
     started: bool = False
     created_at: float = Field(default_factory=time.time)
+
+
+class SummaryRow(SQLModel, table=True):
+    """A compaction of a Session's context: the model's summary of its first ``folded`` messages (the newest wins)."""
+
+    __tablename__ = "context_summaries"
+    __table_args__ = (Index("ix_context_summaries_session_id_id", "session_id", "id"),)  # a Session's newest
+    id: int | None = Field(default=None, primary_key=True)
+    session_id: str = Field(foreign_key="sessions.id")
+    folded: int
+    text: str
+    created_at: float = Field(default_factory=time.time)
