@@ -296,3 +296,22 @@ def test_loading_plugins_does_not_import_pydantic_ai() -> None:
     code = "import sys, runwield_bridge.plugin_host as h; h.load_plugins(); print('pydantic_ai' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+async def test_anthropic_caches_the_stable_prefix_and_counts_cache_tokens(tmp_path: Path, anthropic_fake: AnthropicFake) -> None:
+    anthropic_fake.queue(Reply(text=("first",), usage=(50, 10), cache=(0, 3000)), Reply(text=("second",), usage=(60, 10), cache=(3000, 40)))
+    async with open_session(tmp_path, model_entry("anthropic", "claude-haiku-4-5", anthropic_fake.url)) as chat:
+        _, first_events = await chat.send("hello")
+        _, events = await chat.send("and again")
+    first, second = anthropic_fake.calls_to("messages")
+    for call in (first, second):
+        assert call["system"] == [{"type": "text", "text": stable_prefix().instructions, "cache_control": EPHEMERAL}]
+        assert call["tools"][-1]["cache_control"] == EPHEMERAL, "a breakpoint after the tool definitions"
+    assert (first["system"], first["tools"]) == (second["system"], second["tools"]), "the cached prefix is byte-stable"
+    [usage] = usages(events)
+    assert usage.used == 60 + 3000 + 40 + 10, "cache reads and writes count in the context"
+    price = calc_price(
+        PriceUsage(input_tokens=3100, cache_read_tokens=3000, cache_write_tokens=40, output_tokens=10), "claude-haiku-4-5", provider_id="anthropic"
+    )
+    [before] = usages(first_events)
+    assert usage.cost_usd == pytest.approx(before.cost_usd + float(price.total_price)), "and in the cost, at their prices"

@@ -16,6 +16,8 @@ from acp_wire import WireClient
 from test_acp_server import INIT, WLD
 from waiting import PATIENCE
 
+from runwield_bridge.core.context import stable_prefix, volatile_delta
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_AGENT = REPO / "node_modules" / "acpx" / "node_modules" / "@agentclientprotocol" / "sdk" / "dist" / "examples" / "agent.js"
 ASKING_AGENT = Path(__file__).parent / "agents" / "asking_agent.py"
@@ -118,6 +120,18 @@ async def test_each_turn_sends_only_its_new_input_after_a_byte_stable_context_pr
         assert first["texts"][0].startswith("<runwield-context>") and first["texts"][1] == "first message"
         assert second["texts"] == ["second message"]
         assert len(agent_log(tmp_path, "session/new")) == 1
+
+
+async def test_an_agent_switch_reaches_the_external_agent_as_a_delta_in_its_next_prompt(tmp_path: Path) -> None:
+    async with wld_session(tmp_path, config=asking_config(tmp_path)) as (client, sid):
+        await say(client, sid, "first message")
+        await say(client, sid, "/agent guide")
+        await say(client, sid, "second message")
+        await say(client, sid, "third message")
+    first, second, third = agent_log(tmp_path, "session/prompt")
+    assert stable_prefix().instructions in first["texts"][0] and volatile_delta("build", None) in first["texts"][0]
+    assert second["texts"] == [volatile_delta("guide", None), "second message"], "the switch, once, before the prompt"
+    assert third["texts"] == ["third message"]
 
 
 async def test_a_restart_reopens_the_agents_session_with_session_load(tmp_path: Path) -> None:

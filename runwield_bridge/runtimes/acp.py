@@ -51,12 +51,12 @@ class AcpRuntime:
         if request.compact:
             await request.emit(Notice(f"/compact applies to native Sessions: the external agent {agent.name} keeps and compacts its own context.", "warning"))
             return request.result
-        context = assemble_context(ContextState(request.session.agent, request.session.reasoning))
+        context = assemble_context(ContextState(request.session.agent, None))  # the agent's model has its own reasoning
         conn: ClientSideConnection | None = None
         try:
             conn = await agent.connection()
             agent_session, fresh = await self._open(agent, conn, request)
-            if not fresh and agent_session not in self.ledger.told:  # reopened by this process: told before it started
+            if not fresh and agent_session not in self.ledger.told:  # reopened after a restart: told by the process before
                 self.ledger.after_turn(agent_session, context, None)
             turn = ExternalTurn(request, agent)
             agent.turns[agent_session] = turn

@@ -32,7 +32,8 @@ class AnthropicFake(ScriptedLLMFake):
         message = {
             "id": f"msg_{len(self.calls)}", "type": "message", "role": "assistant", "model": self.model,
             "content": [], "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": prompt, "output_tokens": 1},
+            "usage": {"input_tokens": prompt, "output_tokens": 1, "cache_read_input_tokens": reply.cache[0],
+                      "cache_creation_input_tokens": reply.cache[1]},
         }  # fmt: skip
         events = [_event("message_start", message=message)]
         for index, (block, deltas) in enumerate(_blocks(reply)):

@@ -34,6 +34,8 @@ class Reply:
     tool_calls: tuple[ToolCall, ...] = ()
     usage: tuple[int, int] | None = (10, 5)
     """(input tokens, output tokens); None sends no usage at all."""
+    cache: tuple[int, int] = (0, 0)
+    """(tokens read from the prompt cache, tokens written to it), besides the input tokens (Anthropic's way)."""
     pause: float = 0.0
     """Seconds to wait before each event, for tests that act mid-stream."""
 
