@@ -4,56 +4,20 @@ that always fit, a prefix that stays byte-identical between compactions, and a t
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 
-from aiohttp import web
 from fakes.openai_api import OpenAIFake, Reply, ToolCall
+from fakes.small_window import SmallWindowFake, is_summary_request, tokens
 from acp_wire import WireClient
 from test_acp_server import INIT, WLD
 from test_providers import Chat, chunks, open_session, usages
 
-from runwield_bridge.core.compaction import SUMMARY_INSTRUCTIONS
 from runwield_bridge.core.events import Notice, ToolProgress
 
 WINDOW = 4096
 DELTA_START = b'{"role":"user","content":"<runwield-context>'
-SUMMARY_START = SUMMARY_INSTRUCTIONS.split(".")[0]
 COMPACTED_LINE = re.compile(r"🗜 Compacted \d+ earlier messages into a summary")
-
-
-class SmallWindowFake(OpenAIFake):
-    """An OpenAI-compatible server whose model takes ``window`` tokens (a token being four bytes of the request body),
-    refusing a longer request as OpenAI does; it writes a summary when asked to compact, else answers briefly."""
-
-    def __init__(self, window: int) -> None:
-        super().__init__(model="small")
-        self.window = window
-        self.bodies: list[bytes] = []
-        self.refused = 0
-
-    async def answer(self, request: web.Request) -> web.StreamResponse:
-        body = await request.read()
-        tokens = math.ceil(len(body) / 4)
-        if tokens > self.window:
-            self.refused += 1
-            message = f"This model's maximum context length is {self.window} tokens, your messages resulted in {tokens}"
-            return self._error_response(400, message)
-        self.bodies.append(body)
-        if is_summary_request(body):
-            number = sum(map(is_summary_request, self.bodies))
-            self.queue(Reply(text=(f"Goal: keep notes. Progress: summary {number}. Decisions: none. Files: none. Next steps: more.",), usage=(tokens, 30)))
-        else:
-            self.queue(Reply(text=("noted",), usage=(tokens, 2)))
-        return await super().answer(request)
-
-    def tokens(self, body: bytes) -> int:
-        return math.ceil(len(body) / 4)
-
-
-def is_summary_request(body: bytes) -> bool:
-    return json.loads(body)["messages"][0]["content"].startswith(SUMMARY_START)
 
 
 def small_model(base_url: str, window: int = WINDOW) -> str:
@@ -92,10 +56,10 @@ async def test_three_hundred_turns_on_a_small_window_compact_fit_and_replay(tmp_
             session_id = chat.session_id
 
     assert shown and all(COMPACTED_LINE.fullmatch(text) for text in shown), "the chat shows one line per compaction"
-    turn_sizes = {fake.tokens(body) + 2 for body in fake.bodies if not is_summary_request(body)}
+    turn_sizes = {tokens(body) + 2 for body in fake.bodies if not is_summary_request(body)}
     assert set(used) <= turn_sizes, "usage_update carries the turns' exact numbers, never the summary request's"
 
-    assert fake.refused == 0 and all(fake.tokens(body) <= WINDOW for body in fake.bodies), "every request fits"
+    assert fake.refused == 0 and all(tokens(body) <= WINDOW for body in fake.bodies), "every request fits"
     kinds = [is_summary_request(body) for body in fake.bodies]
     assert kinds.count(False) == 300 and kinds.count(True) >= 10
     for earlier, later in zip(fake.bodies, fake.bodies[1:]):
@@ -139,7 +103,7 @@ async def test_a_refusal_for_length_compacts_further_and_retries_once(tmp_path: 
             for n in range(20):
                 await send_ok(chat, note(n))
     assert fake.refused >= 1, "the provider refused a request that fitted by our count"
-    assert all(fake.tokens(body) <= 2200 for body in fake.bodies)
+    assert all(tokens(body) <= 2200 for body in fake.bodies)
 
 
 async def test_a_request_that_never_fits_fails_naming_the_settings(tmp_path: Path) -> None:

@@ -107,15 +107,16 @@ class Compactor:
         limit = self.budget.tokens
         return limit is None or max(self.size(context, pending), measured) <= limit
 
-    async def fit(self, state: ContextState, pending: Sequence[ChatMessage], measured: int = 0) -> tuple[ContextState, bool]:
-        """``state`` compacted until its request fits the budget; True when it was compacted."""
+    async def fit(self, state: ContextState, pending: Sequence[ChatMessage], measured: int = 0) -> ContextState:
+        """``state`` compacted until its request fits the budget, or as far as it can be: then the request is sent as
+        it is (our count is cautious; the provider decides)."""
         compacted = False
         while not self.fits(assemble_context(state), pending, 0 if compacted else measured):
             folded = await self.compact(state, KEEP_SHARE, pending)
             if folded is None:
-                raise ModelError(self.budget.overflow())
+                return state
             state, compacted = folded, True
-        return state, compacted
+        return state
 
     async def compact(
         self, state: ContextState, keep_share: float, pending: Sequence[ChatMessage] = ()

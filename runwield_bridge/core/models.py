@@ -54,13 +54,17 @@ class ToolSpec:
 
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
-    """Everything a model needs for one request; ``instructions`` are the Agent's (a system prompt)."""
+    """Everything a model needs for one request: ``instructions`` (a system prompt) and ``tools`` are the context's
+    stable prefix; ``delta`` is its volatile delta, which a provider sends as a user message just before
+    ``messages[delta_at]`` (the turn's prompt), after the conversation (``core/context.py``)."""
 
     messages: tuple[ChatMessage, ...]
     tools: tuple[ToolSpec, ...] = ()
     reasoning: str | None = None
     cwd: str = "."
     instructions: str = ""
+    delta: str = ""
+    delta_at: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,7 +60,7 @@ class PydanticAIModel:
         settings = cast(ModelSettings, self.settings_for(request.reasoning))
         try:
             async with self.model, model_request_stream(
-                self.model, to_messages(request.messages, request.instructions), model_settings=settings,
+                self.model, to_messages(with_delta(request), request.instructions), model_settings=settings,
                 model_request_parameters=params, instrument=False,
             ) as response:  # fmt: skip
                 async for event in response:
@@ -75,6 +75,14 @@ class PydanticAIModel:
                 yield ToolCallRequest(part.tool_call_id, part.tool_name, part.args_as_dict())
         if (usage := reported_usage(final, self.price_by_name)) is not None:
             yield usage
+
+
+def with_delta(request: ModelRequest) -> list[ChatMessage]:
+    """The request's messages with the context's delta where it goes: a user message before the turn's prompt."""
+    messages = list(request.messages)
+    if request.delta:
+        messages.insert(request.delta_at, ChatMessage("user", request.delta))
+    return messages
 
 
 def to_messages(history: Sequence[ChatMessage], instructions: str = "") -> list[pm.ModelMessage]:

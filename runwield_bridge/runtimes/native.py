@@ -62,7 +62,7 @@ class NativeRuntime:
             return request.result
         prompt = ChatMessage("user", bounded(request.prompt, budget.message_limit), images=request.images)
         pending = [ChatMessage("user", assemble_context(state).volatile_delta), prompt]
-        state, _ = await compactor.fit(state, pending, self.ledger.measured.get(session.id, 0))
+        state = await compactor.fit(state, pending, self.ledger.measured.get(session.id, 0))
         runner = TurnRunner(
             model=model,
             tools=request.tools,
@@ -138,12 +138,14 @@ class TurnRunner:
         """Run until the model stops calling tools and no steered input waits. Partial output stays in `result` if cancelled.
         The request is the context's stable prefix, its conversation, its delta and the prompt, then the turn's own."""
         conversation = len(context.conversation)
-        messages = [*context.conversation, ChatMessage("user", context.volatile_delta), prompt]
+        messages = [*context.conversation, prompt]
         by_name = {tool.spec.name: tool for tool in self.tools}
         prefix = context.stable_prefix
         for _ in range(MAX_TOOL_ROUNDS):
             await self._take_steering(messages)
-            request = ModelRequest(tuple(messages), prefix.tools, self.reasoning, str(self.cwd), prefix.instructions)
+            request = ModelRequest(
+                tuple(messages), prefix.tools, self.reasoning, str(self.cwd), prefix.instructions, context.volatile_delta, conversation
+            )
             try:
                 calls, text = await self._stream(request)
             except ContextOverflow:
