@@ -130,3 +130,18 @@ async def test_a_long_tool_output_enters_the_context_cut_with_a_note(tmp_path: P
     assert "[cut by RunWield: " in told and "read_file with offset and limit" in told
     assert chunks(events) == ["read"]
 
+
+
+async def test_an_agent_switch_travels_in_the_delta_and_leaves_the_prefix_byte_identical(tmp_path: Path) -> None:
+    async with SmallWindowFake(WINDOW) as fake:
+        async with open_session(tmp_path, small_model(fake.base_url, 100_000)) as chat:
+            await send_ok(chat, "hello")
+            await send_ok(chat, "/agent guide")
+            await send_ok(chat, "explain")
+    before, after = (json.loads(body) for body in fake.bodies)
+    assert (before["messages"][0], before["tools"]) == (after["messages"][0], after["tools"]), "the stable prefix"
+    assert after["messages"][: len(before["messages"]) - 2] == before["messages"][:-2]
+    delta, prompt = after["messages"][-2:]
+    assert prompt == {"role": "user", "content": "explain"}
+    assert delta["content"].startswith("<runwield-context>\nAgent: Guide"), "the switch comes after the conversation"
+    assert before["messages"][-2]["content"].startswith("<runwield-context>\nAgent: Build")

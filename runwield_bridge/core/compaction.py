@@ -80,6 +80,11 @@ class Budget:
 
     def overflow(self) -> str:
         """Why a request does not fit, naming the settings that decide it."""
+        if self.window is None:
+            return (
+                "the conversation does not fit the model's context window even after compaction; set the model's "
+                f"context_window to what it takes, and requests are kept to [sessions] compact_at (now {self.compact_at}) of it"
+            )
         return (
             f"the conversation does not fit the model's context window ({self.window:,} tokens) even after compaction; "
             f"lower [sessions] compact_at (now {self.compact_at}) or set the model's context_window to what it really takes"
@@ -111,6 +116,8 @@ class Compactor:
         """``state`` compacted until its request fits the budget, or as far as it can be: then the request is sent as
         it is (our count is cautious; the provider decides)."""
         compacted = False
+        if not self._room(state, pending):  # the prefix and the prompt alone take the budget: compacting cannot help
+            return state
         while not self.fits(assemble_context(state), pending, 0 if compacted else measured):
             folded = await self.compact(state, KEEP_SHARE, pending)
             if folded is None:

@@ -56,7 +56,7 @@ class NativeRuntime:
         specs = tuple(tool.spec for tool in request.tools)
         state = ContextState(session.agent, session.reasoning, specs, request.history, summary, budget.message_limit)
         if request.compact:
-            if await compactor.compact(state, KEEP_SHARE) is None:
+            if await compactor.compact(state, FURTHER_SHARE) is None:
                 await request.emit(Notice("Nothing to compact yet."))
             self.ledger.measured.pop(session.id, None)
             return request.result
