@@ -73,8 +73,10 @@ def test_each_table_has_a_record_with_the_same_fields() -> None:
         "executions": records.ExecutionRecord,
         "execution_steps": records.ExecutionStep,
     }
-    store_own = {"turns", "workspace_logins", "leases", "conversation_owners"}
-    assert set(tables) - set(mirrored) == store_own, "every table but the store's own turn marks, login hashes and leases is handed out"
+    store_own = {"turns", "workspace_logins", "leases", "conversation_owners", "context_summaries"}
+    assert set(tables) - set(mirrored) == store_own, (
+        "every table but the store's own turn marks, login hashes, leases and summaries (handed out as the core's Summary) is handed out"
+    )
     for name, record in mirrored.items():
         assert [f.name for f in dataclasses.fields(record)] == list(tables[name].columns.keys()), name
 
