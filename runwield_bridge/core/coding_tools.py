@@ -179,7 +179,7 @@ async def _run_command(arguments: dict[str, Any], ctx: ToolContext) -> str:
         await stream.close()
     output = result.output or "(no output)\n"
     if result.timed_out:
-        raise ToolError(f"{output}\n`{command}` timed out after {ctx.command_timeout:g}s and was stopped (its process group was killed)")
+        raise ToolError(f"{output}\n`{command}` timed out after {ctx.command_timeout:g}s and was stopped, with everything it started")
     if result.exit_code != 0:
         raise ToolError(f"{output}\n`{command}` failed with exit code {result.exit_code}")
     return f"{output}\n(exit code 0)"
