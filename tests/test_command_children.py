@@ -48,9 +48,7 @@ async def background_child(where: Path) -> AsyncIterator[None]:
 
 
 @pytest.mark.parametrize("child", CHILDREN.values(), ids=CHILDREN.keys())
-async def test_what_a_command_leaves_running_is_stopped_when_it_exits_and_said(
-    tmp_path: Path, repo: Path, model: OpenAIFake, child: str  # noqa: F811
-) -> None:
+async def test_what_a_command_leaves_running_is_stopped_when_it_exits_and_said(tmp_path: Path, repo: Path, model: OpenAIFake, child: str) -> None:
     async with coder(tmp_path, repo, model, command_timeout=PATIENCE) as c, background_child(repo):
         c.person.answers = ["once"]
         done = finished(await c.call("run_command", {"command": f"{child} {STARTED}"}))
@@ -59,9 +57,7 @@ async def test_what_a_command_leaves_running_is_stopped_when_it_exits_and_said(
 
 
 @pytest.mark.parametrize("child", ESCAPED)
-async def test_a_command_that_times_out_is_stopped_with_what_it_started_in_another_session(
-    tmp_path: Path, repo: Path, model: OpenAIFake, child: str  # noqa: F811
-) -> None:
+async def test_a_command_that_times_out_is_stopped_with_what_it_started_in_another_session(tmp_path: Path, repo: Path, model: OpenAIFake, child: str) -> None:
     async with coder(tmp_path, repo, model, command_timeout=2) as c, background_child(repo):
         c.person.answers = ["once"]
         done = finished(await c.call("run_command", {"command": f"{child} {STARTED}; sleep 300"}))
@@ -70,9 +66,7 @@ async def test_a_command_that_times_out_is_stopped_with_what_it_started_in_anoth
 
 
 @pytest.mark.parametrize("child", ESCAPED)
-async def test_cancelling_the_turn_stops_what_the_command_started_in_another_session(
-    tmp_path: Path, repo: Path, model: OpenAIFake, child: str  # noqa: F811
-) -> None:
+async def test_cancelling_the_turn_stops_what_the_command_started_in_another_session(tmp_path: Path, repo: Path, model: OpenAIFake, child: str) -> None:
     async with coder(tmp_path, repo, model, command_timeout=PATIENCE * 10) as c, background_child(repo):
         c.person.answers = ["once"]
         cancel: asyncio.Future[Any] | None = None
