@@ -97,10 +97,10 @@ async def run_command(command: str, cwd: Path, timeout: float, on_output: Callab
         await _stop(proc)
     except asyncio.CancelledError:
         await _stop(proc)
-        reader.cancel()
         raise
-    await asyncio.wait({reader}, timeout=DRAIN_SECONDS)  # output a stray process holds open is not waited for
-    reader.cancel()
+    finally:
+        await asyncio.wait({reader}, timeout=DRAIN_SECONDS)  # output a stray process holds open is not waited for
+        reader.cancel()
     output = tail(captured.decode(errors="replace"))
     return CommandResult(command, None if timed_out else proc.returncode, output, time.monotonic() - started, timed_out)
 
