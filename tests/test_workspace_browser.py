@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 from acp_session import INIT, WLD, say
 from acp_wire import WireClient
-from playwright.async_api import Browser, Page, WebSocket, async_playwright, expect
+from playwright.async_api import Browser, Page, WebSocket, WebSocketRoute, async_playwright, expect
 from test_review_browser import CHROMIUM_ARGS, chromium
 from waiting import PATIENCE
 from workspace_kit import Workspace, cut_connections, screenshot, workspace
@@ -37,14 +37,20 @@ async def open_page(browser: Browser, ws: Workspace, **query: str | int) -> Page
 async def start_session(page: Page, cwd: Path) -> None:
     await page.get_by_label("Project directory").fill(str(cwd))
     await page.get_by_role("button", name="New Session", exact=True).click()
-    await expect(page.get_by_label("Message")).to_be_enabled()
+    await expect(page.get_by_role("button", name="Send", exact=True)).to_be_enabled()  # a Session is open
 
 
 async def send(page: Page, text: str) -> None:
-    """Type a message and press Enter, as a person would: once the page takes one (Send is enabled again when the turn
-    before has ended; until then Enter does nothing, and a busy machine can end a turn well after its last words)."""
-    await expect(page.get_by_role("button", name="Send", exact=True)).to_be_enabled()
-    box = page.get_by_label("Message")
+    """Type a message and press Enter, as a person would, once the turn before has ended (Stop is gone): a message
+    typed during a turn joins it or waits for the next prompt, and a busy machine can end a turn well after its last
+    words)."""
+    await expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+    await type_during_turn(page, text)
+
+
+async def type_during_turn(page: Page, text: str) -> None:
+    box = page.get_by_label("Message", exact=True)
+    await expect(box).to_be_enabled()
     await box.fill(text)
     await box.press("Enter")
 
@@ -140,7 +146,7 @@ async def test_a_plan_is_reviewed_and_approved_from_the_page(browser: Browser, t
         await send(page, "/plan-review")
         review = page.get_by_role("link", name="Review the Plan")
         await expect(review).to_have_count(1)
-        await expect(page.get_by_role("button", name="Send", exact=True)).to_be_enabled()  # the turn has ended: the
+        await expect(page.get_by_role("button", name="Stop")).to_be_hidden()  # the turn has ended: the
         # page redraws its entries from the saved history then, and a click on the link being redrawn opens nothing
         await screenshot(page, "plan")
         async with page.expect_popup() as opened:
@@ -216,6 +222,87 @@ async def test_the_same_prompt_from_the_browser_and_from_stdio_has_one_effect(br
         await page.get_by_role("button", name="only once").click()
         await expect(entries(page, "agent", "You said: only once")).to_have_count(1)
         await expect(entries(page, "user", "only once")).to_have_count(1)
+
+
+async def prompts_of(ws: Workspace, page: Page) -> list[str]:
+    """What the Session saved as the person's messages (prompted or steered), in order."""
+    session_id = await page.evaluate("document.querySelector('[aria-current=true]').dataset.session")
+    return [e.text for e in await ws.app.session_host.history(session_id) if type(e).__name__ == "UserMessage"]
+
+
+async def test_a_message_typed_during_a_turn_joins_it(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path) as ws:
+        page = await open_page(browser, ws)
+        await start_session(page, tmp_path)
+        await send(page, "slow start")
+        await expect(page.locator("#entries .agent.live", has_text="You said: slow start")).to_have_count(1)
+        await type_during_turn(page, "also this")  # the box stays enabled during the turn
+        steered = entries(page, "user", "also this")
+        await expect(steered).to_contain_text("↪ added to the running turn")
+        await expect(entries(page, "agent", "You said: also this")).to_have_count(1)
+        await expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+        await expect(page.locator("#entries .live")).to_have_count(0)
+        await expect(steered).to_contain_text("↪ added to the running turn")  # the saved copy keeps its mark
+        assert " 15" not in await page.locator("#entries").inner_text(), "the steered message cut the slow reply short"
+        assert await prompts_of(ws, page) == ["slow start", "also this"]
+        await expect(page.locator("#queued .entry")).to_have_count(0)
+
+
+async def refuse_steering(page: Page, asked: list[dict]) -> None:
+    """Answer the page's `_session/steering` with `promptRequired` (as a turn that ends meanwhile does), before the
+    server sees it; every other frame goes through."""
+
+    def route(socket: WebSocketRoute) -> None:
+        server = socket.connect_to_server()
+
+        def from_page(frame: str | bytes) -> None:
+            message = json.loads(frame)
+            if message.get("method") != "_session/steering":
+                return server.send(frame)
+            asked.append(message["params"])
+            socket.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": "promptRequired", "reason": "noRunningTurn"}}))
+
+        socket.on_message(from_page)
+
+    await page.route_web_socket("**/acp", route)
+    await page.reload()
+    await expect(page.locator("#connection")).to_have_text("Connected")
+
+
+async def test_messages_typed_during_a_turn_that_cannot_take_them_are_queued_then_sent_as_one_prompt(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path) as ws:
+        page = await open_page(browser, ws)
+        asked: list[dict] = []
+        await refuse_steering(page, asked)
+        await start_session(page, tmp_path)
+        await send(page, "slow start")
+        await expect(page.locator("#entries .agent.live", has_text="You said: slow start")).to_have_count(1)
+        for text in ("first follow-up", "not this one", "second follow-up"):
+            await type_during_turn(page, text)
+        queued = page.locator("#queued .entry")
+        await expect(queued).to_have_count(3)
+        await expect(queued.first).to_contain_text("Queued")
+        await queued.filter(has_text="not this one").get_by_role("button", name="Remove").click()
+        await expect(queued).to_have_count(2)
+        assert [p["prompt"] for p in asked] == [[{"type": "text", "text": "first follow-up"}]], "the rest queue behind it"
+
+        await expect(page.get_by_text("2 queued messages sent as one prompt.")).to_be_visible()
+        await expect(entries(page, "agent", "You said: slow start 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15")).to_have_count(1)
+        await expect(entries(page, "agent", "You said: first follow-up second follow-up")).to_have_count(1)
+        await expect(queued).to_have_count(0)
+        await expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+        assert await prompts_of(ws, page) == ["slow start", "first follow-up\nsecond follow-up"]
+
+        await send(page, "slow again")  # a reload with a message queued: it comes back in the box, not sent
+        await type_during_turn(page, "after the reload")
+        await expect(queued).to_have_count(1)
+        await page.reload()
+        await expect(page.locator("#connection")).to_have_text("Connected")
+        await page.get_by_role("button", name="slow start").click()
+        await expect(page.get_by_text("1 queued message was not sent")).to_be_visible()
+        await expect(page.get_by_label("Message", exact=True)).to_have_value("after the reload")
+        await expect(queued).to_have_count(0)
+        assert "after the reload" not in await prompts_of(ws, page)
 
 
 async def test_escape_stops_the_running_turn(browser: Browser, tmp_path: Path) -> None:
