@@ -269,7 +269,7 @@ async def refuse_steering(page: Page, asked: list[dict]) -> None:
     await expect(page.locator("#connection")).to_have_text("Connected")
 
 
-async def test_messages_typed_during_a_turn_that_cannot_take_them_are_queued_then_sent_as_one_prompt(browser: Browser, tmp_path: Path) -> None:
+async def test_messages_a_turn_cannot_take_are_queued_sent_as_one_prompt_and_never_lost(browser: Browser, tmp_path: Path) -> None:
     async with workspace(tmp_path) as ws:
         page = await open_page(browser, ws)
         asked: list[dict] = []
@@ -293,16 +293,26 @@ async def test_messages_typed_during_a_turn_that_cannot_take_them_are_queued_the
         await expect(page.get_by_role("button", name="Stop")).to_be_hidden()
         assert await prompts_of(ws, page) == ["slow start", "first follow-up\nsecond follow-up"]
 
-        await send(page, "slow again")  # a reload with a message queued: it comes back in the box, not sent
+        box = page.get_by_label("Message", exact=True)
+        await send(page, "slow again")  # Stop with a message queued: the turn stops, the message comes back in the box
+        await type_during_turn(page, "after the stop")
+        await expect(queued).to_have_count(1)
+        await page.get_by_role("button", name="Stop").click()
+        await expect(box).to_have_value("after the stop")
+        await expect(page.get_by_text("1 queued message was not sent")).to_be_visible()
+        await expect(queued).to_have_count(0)
+        await box.fill("")
+
+        await send(page, "slow once more")  # a reload with a message queued: it comes back in the box, not sent
         await type_during_turn(page, "after the reload")
         await expect(queued).to_have_count(1)
         await page.reload()
         await expect(page.locator("#connection")).to_have_text("Connected")
         await page.get_by_role("button", name="slow start").click()
         await expect(page.get_by_text("1 queued message was not sent")).to_be_visible()
-        await expect(page.get_by_label("Message", exact=True)).to_have_value("after the reload")
+        await expect(box).to_have_value("after the reload")
         await expect(queued).to_have_count(0)
-        assert "after the reload" not in await prompts_of(ws, page)
+        assert [p for p in await prompts_of(ws, page) if p.startswith("after")] == [], "nothing queued was sent on its own"
 
 
 async def test_escape_stops_the_running_turn(browser: Browser, tmp_path: Path) -> None:
