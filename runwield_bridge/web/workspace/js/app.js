@@ -415,9 +415,9 @@ function renderUsage(update) {
 
 // Prompting
 
-/** Whether a turn this page started runs in the Session shown. */
-function running() {
-  return state.turn !== null && state.current !== null && state.turn.sessionId === state.current.sessionId;
+/** Whether a turn this page started runs in ``session`` (the one shown). */
+function running(session = state.current) {
+  return state.turn !== null && session !== null && state.turn.sessionId === session.sessionId;
 }
 
 function controls() {
@@ -476,17 +476,22 @@ async function prompt(session, texts) {
  * one after the other, so that they keep their order. */
 function followUp(session, text) {
   state.steering++;
-  state.followUps = state.followUps.then(async () => {
-    if (!(await steered(session, text))) queue.add(session.sessionId, text);
-    state.steering--;
-    sendQueued();
-  });
+  state.followUps = state.followUps
+    .then(async () => {
+      try {
+        if (!(await steered(session, text))) queue.add(session.sessionId, text);
+      } finally {
+        state.steering--;
+        sendQueued();
+      }
+    })
+    .catch((error) => oops(`A message could not be queued: ${describe(error)}`));
 }
 
 /** Whether the running turn took ``text`` (`_session/steering` answered `injected`). A question's form waiting, a
  * command, a message queued before it, or no steering on this server: it waits for the next prompt instead. */
 async function steered(session, text) {
-  if (!state.caps || !state.caps.steering || state.forms.size || isCommand(text) || queue.size || !running()) return false;
+  if (!state.caps || !state.caps.steering || state.forms.size || isCommand(text) || queue.size || !running(session)) return false;
   const shown = conversation.showSteering(text);
   toBottom();
   try {
@@ -496,7 +501,7 @@ async function steered(session, text) {
       return true;
     }
   } catch {
-    // not taken (promptRequired, refused, or the connection dropped): it waits for the next prompt
+    // refused, or the connection dropped: it waits for the next prompt
   }
   shown.remove();
   return false;
