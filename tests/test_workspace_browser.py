@@ -59,6 +59,18 @@ def entries(page: Page, kind: str, text: str):
     return page.locator(f"#entries .entry.{kind}", has_text=text)
 
 
+async def slow_turn(page: Page, text: str) -> None:
+    """Send ``text`` (with the scripted model's `slow` in it) and wait until its reply has begun."""
+    await send(page, text)
+    await expect(page.locator("#entries .agent.live", has_text=f"You said: {text}")).to_have_count(1)
+
+
+async def prompts_of(ws: Workspace, page: Page) -> list[str]:
+    """What the Session shown saved as the person's messages (prompted or steered), in order."""
+    session_id = await page.evaluate("document.querySelector('[aria-current=true]').dataset.session")
+    return [e.text for e in await ws.app.session_host.history(session_id) if type(e).__name__ == "UserMessage"]
+
+
 async def test_a_conversation_started_in_the_browser_is_continued_over_stdio(browser: Browser, tmp_path: Path) -> None:
     async with workspace(tmp_path) as ws:
         page = await open_page(browser, ws)
@@ -169,8 +181,7 @@ async def test_a_connection_cut_mid_turn_is_rebuilt_without_duplicates_or_replay
     async with workspace(tmp_path) as ws:
         page = await open_page(browser, ws)
         await start_session(page, tmp_path)
-        await send(page, "slow count")
-        await expect(page.locator("#entries .agent.live", has_text="You said: slow count")).to_have_count(1)
+        await slow_turn(page, "slow count")
         await cut_connections(page)
         await expect(page.get_by_text("The connection dropped during this turn")).to_be_visible()
         await expect(page.locator("#connection")).to_have_text("Connected")
@@ -180,9 +191,7 @@ async def test_a_connection_cut_mid_turn_is_rebuilt_without_duplicates_or_replay
         await expect(entries(page, "agent", "You said: slow count")).to_have_count(1)
         await expect(page.locator("#entries .live")).to_have_count(0)
         assert await page.get_by_label("Message").input_value() == "", "nothing is put back to be sent again"
-        session_id = await page.evaluate("document.querySelector('[aria-current=true]').dataset.session")
-        prompts = [e for e in await ws.app.session_host.history(session_id) if type(e).__name__ == "UserMessage"]
-        assert [p.text for p in prompts] == ["slow count"], "the prompt reached the Session once"
+        assert await prompts_of(ws, page) == ["slow count"], "the prompt reached the Session once"
 
 
 
@@ -208,7 +217,6 @@ async def test_the_same_prompt_from_the_browser_and_from_stdio_has_one_effect(br
         request_id = prompt["params"]["_meta"]["runwield"]["requestId"]
         assert isinstance(request_id, str) and request_id, "the page sends a requestId with its prompt"
         [answer] = [m["result"] for m in received if m.get("id") == prompt["id"] and "result" in m]
-        session_id = prompt["params"]["sessionId"]
 
         async with WireClient.spawn([WLD, "acp"], cwd=tmp_path) as client:  # the same request, from an IDE on stdio
             await client.call("initialize", INIT)
@@ -216,26 +224,18 @@ async def test_the_same_prompt_from_the_browser_and_from_stdio_has_one_effect(br
         updates = [n["params"]["update"] for n in client.notifications if n.get("method") == "session/update"]
         assert not [u for u in updates if u.get("sessionUpdate") == "agent_message_chunk"], "the turn did not run again"
 
-        prompts = [e for e in await ws.app.session_host.history(session_id) if type(e).__name__ == "UserMessage"]
-        assert [p.text for p in prompts] == ["only once"], "the prompt reached the Session once"
+        assert await prompts_of(ws, page) == ["only once"], "the prompt reached the Session once"
         await page.reload()  # and the page, reading the Session afresh, shows one turn
         await page.get_by_role("button", name="only once").click()
         await expect(entries(page, "agent", "You said: only once")).to_have_count(1)
         await expect(entries(page, "user", "only once")).to_have_count(1)
 
 
-async def prompts_of(ws: Workspace, page: Page) -> list[str]:
-    """What the Session saved as the person's messages (prompted or steered), in order."""
-    session_id = await page.evaluate("document.querySelector('[aria-current=true]').dataset.session")
-    return [e.text for e in await ws.app.session_host.history(session_id) if type(e).__name__ == "UserMessage"]
-
-
 async def test_a_message_typed_during_a_turn_joins_it(browser: Browser, tmp_path: Path) -> None:
     async with workspace(tmp_path) as ws:
         page = await open_page(browser, ws)
         await start_session(page, tmp_path)
-        await send(page, "slow start")
-        await expect(page.locator("#entries .agent.live", has_text="You said: slow start")).to_have_count(1)
+        await slow_turn(page, "slow start")
         await type_during_turn(page, "also this")  # the box stays enabled during the turn
         steered = entries(page, "user", "also this")
         await expect(steered).to_contain_text("↪ added to the running turn")
@@ -275,8 +275,7 @@ async def test_messages_a_turn_cannot_take_are_queued_sent_as_one_prompt_and_nev
         asked: list[dict] = []
         await refuse_steering(page, asked)
         await start_session(page, tmp_path)
-        await send(page, "slow start")
-        await expect(page.locator("#entries .agent.live", has_text="You said: slow start")).to_have_count(1)
+        await slow_turn(page, "slow start")
         for text in ("first follow-up", "not this one", "second follow-up"):
             await type_during_turn(page, text)
         queued = page.locator("#queued .entry")
@@ -284,6 +283,7 @@ async def test_messages_a_turn_cannot_take_are_queued_sent_as_one_prompt_and_nev
         await expect(queued.first).to_contain_text("Queued")
         await queued.filter(has_text="not this one").get_by_role("button", name="Remove").click()
         await expect(queued).to_have_count(2)
+        await screenshot(page, "queued")
         assert [p["prompt"] for p in asked] == [[{"type": "text", "text": "first follow-up"}]], "the rest queue behind it"
 
         await expect(page.get_by_text("2 queued messages sent as one prompt.")).to_be_visible()
@@ -319,9 +319,8 @@ async def test_escape_stops_the_running_turn(browser: Browser, tmp_path: Path) -
     async with workspace(tmp_path) as ws:
         page = await open_page(browser, ws)
         await start_session(page, tmp_path)
-        await send(page, "slow please")
+        await slow_turn(page, "slow please")
         stop = page.get_by_role("button", name="Stop")
-        await expect(page.locator("#entries .agent.live", has_text="You said: slow please")).to_have_count(1)
         await expect(stop).to_be_visible()
         await page.get_by_label("Message").press("Escape")
         await expect(stop).to_be_hidden()  # the turn settled as cancelled, long before its fifteen seconds
