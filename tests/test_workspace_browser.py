@@ -248,9 +248,13 @@ async def test_a_message_typed_during_a_turn_joins_it(browser: Browser, tmp_path
         await expect(page.locator("#queued .entry")).to_have_count(0)
 
 
-async def refuse_steering(page: Page, asked: list[dict]) -> None:
-    """Answer the page's `_session/steering` with `promptRequired` (as a turn that ends meanwhile does), before the
-    server sees it; every other frame goes through."""
+REFUSED = {"outcome": "promptRequired", "reason": "noRunningTurn"}  # as a turn that ends meanwhile answers
+INJECTED = {"outcome": "injected"}
+
+
+async def answer_steering(page: Page, asked: list[dict], answers: list[dict]) -> None:
+    """Answer the page's `_session/steering` requests with ``answers``, in turn, before the server sees them (noting
+    their params in ``asked``); every other frame goes through."""
 
     def route(socket: WebSocketRoute) -> None:
         server = socket.connect_to_server()
@@ -260,7 +264,7 @@ async def refuse_steering(page: Page, asked: list[dict]) -> None:
             if message.get("method") != "_session/steering":
                 return server.send(frame)
             asked.append(message["params"])
-            socket.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": "promptRequired", "reason": "noRunningTurn"}}))
+            socket.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": answers.pop(0)}))
 
         socket.on_message(from_page)
 
@@ -273,7 +277,8 @@ async def test_messages_a_turn_cannot_take_are_queued_sent_as_one_prompt_and_nev
     async with workspace(tmp_path) as ws:
         page = await open_page(browser, ws)
         asked: list[dict] = []
-        await refuse_steering(page, asked)
+        answers = [REFUSED]
+        await answer_steering(page, asked, answers)
         await start_session(page, tmp_path)
         await slow_turn(page, "slow start")
         for text in ("first follow-up", "not this one", "second follow-up"):
@@ -294,22 +299,29 @@ async def test_messages_a_turn_cannot_take_are_queued_sent_as_one_prompt_and_nev
         assert await prompts_of(ws, page) == ["slow start", "first follow-up\nsecond follow-up"]
 
         box = page.get_by_label("Message", exact=True)
-        await send(page, "slow again")  # Stop with a message queued: the turn stops, the message comes back in the box
+        joining = page.locator("#joining .entry")
+        answers += [INJECTED, REFUSED]  # the first is taken by the turn (the server never sees it), the second queued
+        await slow_turn(page, "slow again")
+        await type_during_turn(page, "taken, never read")
+        await expect(joining).to_contain_text("↪ added to the running turn")
         await type_during_turn(page, "after the stop")
         await expect(queued).to_have_count(1)
-        await page.get_by_role("button", name="Stop").click()
-        await expect(box).to_have_value("after the stop")
-        await expect(page.get_by_text("1 queued message was not sent")).to_be_visible()
+        await page.get_by_role("button", name="Stop").click()  # the turn stops before it reads either: both come back
+        await expect(box).to_have_value("taken, never read\n\nafter the stop")
+        await expect(page.get_by_text("1 message did not reach the Agent")).to_have_count(2)
         await expect(queued).to_have_count(0)
+        await expect(joining).to_have_count(0)
+        assert answers == []
         await box.fill("")
 
+        answers.append(REFUSED)
         await send(page, "slow once more")  # a reload with a message queued: it comes back in the box, not sent
         await type_during_turn(page, "after the reload")
         await expect(queued).to_have_count(1)
         await page.reload()
         await expect(page.locator("#connection")).to_have_text("Connected")
         await page.get_by_role("button", name="slow start").click()
-        await expect(page.get_by_text("1 queued message was not sent")).to_be_visible()
+        await expect(page.get_by_text("1 message did not reach the Agent")).to_be_visible()
         await expect(box).to_have_value("after the reload")
         await expect(queued).to_have_count(0)
         assert [p for p in await prompts_of(ws, page) if p.startswith("after")] == [], "nothing queued was sent on its own"

@@ -50,7 +50,7 @@ const state = {
   loadingOlder: false,
   shownSessions: "",
 };
-const conversation = new Conversation($("entries"));
+const conversation = new Conversation($("entries"), $("joining"));
 const queue = new FollowUpQueue($("queued"));
 
 const rpc = new Connection(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/acp`, {
@@ -446,6 +446,7 @@ async function prompt(session, texts) {
   toBottom();
   state.turn = session;
   controls();
+  let settled = true;
   try {
     const answer = await rpc.call("session/prompt", { sessionId: session.sessionId, prompt: texts.map((text) => ({ type: "text", text })), _meta: effect(session) });
     saw(session, answer);
@@ -458,6 +459,7 @@ async function prompt(session, texts) {
       backToBox(texts); // not taken: it is yours to send again
       oops(`Not sent: ${error.message}`);
     } else if (error instanceof RpcError && error.code === -32000) {
+      settled = false; // the turn goes on without this page, and reads what it took
       oops("The connection dropped during this turn. Nothing is sent again on its own: the view shows what the Session saved.");
     } else {
       oops(`The turn failed: ${describe(error)}`);
@@ -466,6 +468,8 @@ async function prompt(session, texts) {
     if (state.turn === session) state.turn = null;
     controls();
   }
+  const unread = settled && state.current === session ? conversation.takeUnread() : [];
+  if (unread.length) returnUnsent(unread);
   if (state.current !== session || !rpc.isOpen) return;
   await reopen(session).catch(() => {});
   await refreshSessions().catch(() => {});
@@ -521,13 +525,14 @@ function backToBox(texts) {
   ui.text.value = [...texts, ...queue.takeAll(), ui.text.value].filter((text) => text.trim()).join("\n\n");
 }
 
-/** Queued messages this page can no longer send in order (the connection dropped, the page was reloaded, the person
- * stopped the turn): back in the message box, never sent on their own. */
-function returnUnsent() {
-  const count = queue.size;
+/** Messages this page can no longer deliver in order: ``texts`` (taken by a turn that ended before it read them) and
+ * the queued ones (the connection dropped, the page was reloaded, the person stopped the turn). Back in the message
+ * box, never sent on their own. */
+function returnUnsent(texts = []) {
+  const count = texts.length + queue.size;
   if (!count) return;
-  backToBox([]);
-  conversation.note(`${count === 1 ? "1 queued message was" : `${count} queued messages were`} not sent: back in the message box, to send when you are ready.`, "warning");
+  backToBox(texts);
+  conversation.note(`${count === 1 ? "1 message" : `${count} messages`} did not reach the Agent: back in the message box, to send when you are ready.`, "warning");
   toBottom();
 }
 

@@ -27,16 +27,19 @@ function text(update) {
 }
 
 export class Conversation {
-  constructor(list) {
+  /** ``list``: the conversation's entries; ``joining``: under them, messages on their way into the running turn. */
+  constructor(list, joining) {
     this.list = list;
+    this.joining = joining;
     this.reset();
   }
 
   reset() {
     this.list.replaceChildren();
+    this.joining.replaceChildren();
     this.first = null; // the lowest saved index shown
     this.last = -1; // the highest saved index shown
-    this.steered = []; // texts the running turn took from this page (`_session/steering`): their saved copies keep the mark
+    this.steered = []; // texts the running turn read from this page (`_session/steering`): their saved copies keep the mark
   }
 
   get hasOlder() {
@@ -91,19 +94,26 @@ export class Conversation {
     return this.show({ sessionUpdate: "user_message_chunk", content: { type: "text", text: prompt } }, {});
   }
 
-  /** A message typed during a turn, on its way into it (`_session/steering`); the live copy the turn echoes when it
-   * takes the message moves this one to where it joined. */
+  /** A message typed during a turn, on its way into it (`_session/steering`): shown under the conversation until the
+   * turn reads it (its echo moves it to where it joined). */
   showSteering(prompt) {
-    const node = this.showPrompt(prompt);
-    node.classList.add("steering");
+    const node = element("li", { class: "entry user live" }, element("div", { class: "who" }, "You"), element("div", { class: "text" }, prompt));
     node.append(element("div", { class: "mark" }, "adding to the running turn…"));
+    this.joining.append(node);
     return node;
   }
 
-  /** The running turn took the message shown as ``node``. */
+  /** The running turn took the message shown as ``node`` (`injected`): it reads it at its next step. */
   markSteered(node) {
     node.querySelector(".mark").textContent = STEERED;
-    this.steered.push(node.querySelector(".text").textContent);
+    node.dataset.taken = "true";
+  }
+
+  /** The messages the running turn took but never read (it was stopped first), no longer shown: their texts. */
+  takeUnread() {
+    const unread = [...this.joining.querySelectorAll("[data-taken]")];
+    for (const node of unread) node.remove();
+    return unread.map((node) => node.querySelector(".text").textContent);
   }
 
   /** Something this page has to say (a request that was refused or lost, or what it did on its own): kept until
@@ -116,12 +126,12 @@ export class Conversation {
     if (update.sessionUpdate !== "user_message_chunk" || !this.echo(text(update))) this.show(update, {});
   }
 
-  /** The running turn took a message this page steered into it: move it to where it joined. */
+  /** The running turn read a message this page steered into it: move it to where it joined. */
   echo(said) {
-    const node = [...this.list.querySelectorAll(".steering:not([data-echoed])")].find((n) => n.querySelector(".text").textContent === said);
+    const node = [...this.joining.children].find((n) => n.querySelector(".text").textContent === said);
     if (node) {
-      node.dataset.echoed = "true";
       this.list.append(node);
+      this.steered.push(said);
     }
     return Boolean(node);
   }

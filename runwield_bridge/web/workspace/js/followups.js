@@ -12,9 +12,9 @@ export function isCommand(text) {
 }
 
 export class FollowUpQueue {
-  constructor(list, storage = window.sessionStorage) {
+  constructor(list) {
     this.list = list;
-    this.storage = storage;
+    this.storage = window.sessionStorage;
     this.sessionId = null;
     this.items = []; // {id, text}, oldest first
     this.nextId = 0;
