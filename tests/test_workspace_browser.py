@@ -138,6 +138,8 @@ async def test_a_question_is_answered_in_a_browser_form(browser: Browser, tmp_pa
         await form.get_by_label("Other", exact=True).check()
         await form.get_by_label("Other answer").fill("Zig")
         await screenshot(page, "question")
+        await type_during_turn(page, "by the way")  # the form takes the answer; this waits for the next prompt
+        await expect(page.locator("#queued .entry", has_text="by the way")).to_have_count(1)
         await form.get_by_role("button", name="Answer").click()
         await expect(form).to_contain_text("Should it include tests?")
         await form.get_by_label("Yes").check()
@@ -147,6 +149,8 @@ async def test_a_question_is_answered_in_a_browser_form(browser: Browser, tmp_pa
         await form.get_by_role("button", name="Answer").click()
         await expect(entries(page, "agent", "Your answers, in order: 1. Zig; 2. Yes; 3. only on CI.")).to_have_count(1)
         await expect(form).to_have_count(0)
+        await expect(page.get_by_text("1 queued message sent.")).to_be_visible()
+        await expect(entries(page, "agent", "You said: by the way")).to_have_count(1)
 
 
 async def test_a_plan_is_reviewed_and_approved_from_the_page(browser: Browser, tmp_path: Path) -> None:
