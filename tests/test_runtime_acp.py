@@ -110,6 +110,20 @@ async def test_a_declined_permission_from_our_agent_is_a_rejection(tmp_path: Pat
         assert tool_statuses(client, start, sid) == {"call-1": "failed"}
 
 
+NOT_OFFERED = (
+    "client methods: terminal/create=-32601 terminal/output=-32601 terminal/wait_for_exit=-32601 terminal/kill=-32601 "
+    "terminal/release=-32601 fs/read_text_file=-32601 fs/write_text_file=-32601"
+)
+"""What the asking agent says after calling each client method we do not advertise: method-not-found for each."""
+
+
+async def test_client_methods_we_do_not_advertise_are_method_not_found_for_the_agent(tmp_path: Path) -> None:
+    async with wld_session(tmp_path, config=asking_config(tmp_path)) as (client, sid):
+        start = len(client.messages)
+        await say(client, sid, "terminal")
+        assert text_since(client, start, sid) == NOT_OFFERED
+
+
 async def test_each_turn_sends_only_its_new_input_after_a_byte_stable_context_prefix(tmp_path: Path) -> None:
     async with wld_session(tmp_path, config=asking_config(tmp_path)) as (client, sid):
         await say(client, sid, "first message")
