@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bridge_kit import agent_calls, asking_agent
+from tests.bridge_kit import NOT_OFFERED, agent_calls, asking_agent
 from waiting import PATIENCE
 
 WLD = str(Path(sys.executable).parent / "wld")
@@ -179,6 +179,13 @@ async def test_ctrl_c_cancels_an_external_agents_turn_and_leaves_the_agent_runni
     await chat.send("are you there")
     await chat.expect(r"echo: are you there")
     assert len(agent_calls(tmp_path, "initialize")) == 1, "the same agent process answered"
+    assert await chat.finish() == 0, chat.output
+
+
+async def test_a_bridge_agent_calling_client_methods_we_do_not_advertise_gets_method_not_found(tmp_path: Path) -> None:
+    chat = await Chat.bridge(tmp_path)
+    await chat.send("terminal please")
+    await chat.expect(re.escape(NOT_OFFERED))
     assert await chat.finish() == 0, chat.output
 
 

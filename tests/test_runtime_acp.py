@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from acp_session import FORMS_INIT, menus, say, since, text_since, wld_session
 from acp_wire import WireClient
+from tests.bridge_kit import NOT_OFFERED
 from test_acp_server import INIT, WLD
 from waiting import PATIENCE
 
@@ -108,13 +109,6 @@ async def test_a_declined_permission_from_our_agent_is_a_rejection(tmp_path: Pat
         await say(client, sid, "permission")
         assert text_since(client, start, sid) == "permission: selected reject"
         assert tool_statuses(client, start, sid) == {"call-1": "failed"}
-
-
-NOT_OFFERED = (
-    "client methods: terminal/create=-32601 terminal/output=-32601 terminal/wait_for_exit=-32601 terminal/kill=-32601 "
-    "terminal/release=-32601 fs/read_text_file=-32601 fs/write_text_file=-32601"
-)
-"""What the asking agent says after calling each client method we do not advertise: method-not-found for each."""
 
 
 async def test_client_methods_we_do_not_advertise_are_method_not_found_for_the_agent(tmp_path: Path) -> None:
