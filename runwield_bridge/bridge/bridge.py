@@ -95,6 +95,7 @@ class Bridge:
         self.background = Background("bridge")
         self._states: dict[str, ConversationState] = {}
         self._turns: set[asyncio.Task[None]] = set()
+        self._closing = False
         self._by_session: dict[tuple[str, str], ConversationState] = {}
         self._early_commands: dict[tuple[str, str], tuple[MenuCommand, ...]] = {}  # came before the session was bound
         self._allowlists: dict[str, Allowlist] = {}
@@ -111,7 +112,9 @@ class Bridge:
         self._notices[channel.name] = NoticeThrottle(settings.stranger_notice_interval)
 
     async def close(self, grace: float = 5.0) -> None:
-        """Cancel running turns (waiting ``grace`` seconds for them to settle), then stop the agents."""
+        """Cancel running turns (waiting ``grace`` seconds for them to settle), then stop the agents; what is queued
+        stays stored for the next start."""
+        self._closing = True
         turns = list(self._turns)
         for state in list(self._states.values()):
             if state.running:
@@ -231,6 +234,8 @@ class Bridge:
         """A turn settled: what it took from the queue is done with, and the next batch goes (else the conversation is idle)."""
         await state.queue.settled()
         async with state.lock:
+            if self._closing:
+                return
             if state.phase is Phase.SETTLING and await self._send_queued(state) is None:
                 state.move(Phase.IDLE)
 
