@@ -188,7 +188,7 @@ class Bridge:
         """A message while a turn runs or settles (or while older ones still wait): steered into the running turn
         where the mode and the agent allow, else queued (stored first); the queue goes at once if nothing runs."""
         channel, conversation, queue = state.channel, state.conversation, state.queue
-        if state.running and queue.mode == "steer" and await self._steered(state, message):
+        if state.running and queue.mode == "steer" and not queue and await self._steered(state, message):  # never ahead of one waiting
             await self._say(channel, conversation, STEERED)
             return None
         if refusal := await queue.put(message):
