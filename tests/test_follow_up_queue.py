@@ -47,6 +47,15 @@ async def streaming(person: Person, text: str) -> None:
         raise AssertionError(f"never shown: {text!r}; the chat shows {person.texts()}") from None  # type: ignore[attr-defined]
 
 
+async def slow_turn(person: Person, prompt: str, mode: str | None = None) -> None:
+    """Start a slow turn, and once its reply shows, set the queue mode (a bridge command acts at once, mid-turn)."""
+    await person.say(prompt)
+    await streaming(person, f"You said: {prompt}")
+    if mode is not None:
+        await person.say(f"/queue {mode}")
+        await shown(person, f"Queue mode: {mode}")
+
+
 async def prompts_of(store: Store, first: str) -> list[str]:
     """What reached the agent, in order, in the session whose first prompt was ``first``: prompts and steered input."""
     for session in await store.sessions.list_sessions():
@@ -57,8 +66,7 @@ async def prompts_of(store: Store, first: str) -> list[str]:
 
 
 async def steer(person: Person, store: Store) -> None:
-    await person.say("slow steer case")
-    await streaming(person, "You said: slow steer case")
+    await slow_turn(person, "slow steer case")
     await person.say("and keep the public API")
     await shown(person, STEERED)
     await shown(person, "You said: and keep the public API")
@@ -67,10 +75,7 @@ async def steer(person: Person, store: Store) -> None:
 
 
 async def collect(person: Person, store: Store) -> None:
-    await person.say("slow collect case")
-    await streaming(person, "You said: slow collect case")
-    await person.say("/queue collect")  # a bridge command acts at once, while the turn runs
-    await shown(person, "Queue mode: collect")
+    await slow_turn(person, "slow collect case", "collect")
     await person.say("also run the linter")
     await shown(person, "📥 Queued (1 message waiting)")
     await person.say("and the tests")
@@ -83,10 +88,7 @@ async def collect(person: Person, store: Store) -> None:
 
 
 async def followup(person: Person, store: Store) -> None:
-    await person.say("slow followup case")
-    await streaming(person, "You said: slow followup case")
-    await person.say("/queue followup")  # a bridge command acts at once, while the turn runs
-    await shown(person, "Queue mode: followup")
+    await slow_turn(person, "slow followup case", "followup")
     await person.say("first after")
     await person.say("second after")
     await shown(person, "📥 Queued (2 messages waiting)")
@@ -98,10 +100,7 @@ async def followup(person: Person, store: Store) -> None:
 
 
 async def interrupt(person: Person, store: Store) -> None:
-    await person.say("slow interrupt case")
-    await streaming(person, "You said: slow interrupt case")
-    await person.say("/queue interrupt")  # a bridge command acts at once, while the turn runs
-    await shown(person, "Queue mode: interrupt")
+    await slow_turn(person, "slow interrupt case", "interrupt")
     await person.say("do this instead")
     await shown(person, "⏹ Stopping the running turn")
     await shown(person, "You said: do this instead")
@@ -122,10 +121,7 @@ async def question_first(person: Person, store: Store) -> None:
 
 
 async def full_queue(person: Person, store: Store) -> None:
-    await person.say("slow full case")
-    await streaming(person, "You said: slow full case")
-    await person.say("/queue collect")  # a bridge command acts at once, while the turn runs
-    await shown(person, "Queue mode: collect")
+    await slow_turn(person, "slow full case", "collect")
     for n in range(1, MAX_WAITING + 2):
         await person.say(f"item {n}")
     await shown(person, f"📥 Queued ({MAX_WAITING} messages waiting)")

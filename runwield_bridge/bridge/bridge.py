@@ -40,7 +40,7 @@ from ..channels.unfinished import EXPIRED, Keeper, MemoryMessageLog, MessageLog,
 from .conversations import ConversationState, Phase, Replay
 from .dedupe import Deliveries, MemoryUpdateLog, UpdateLog
 from .delivery import deliver
-from .follow_ups import QUEUE_MODES, FollowUpLog, FollowUpQueue, MemoryFollowUpLog, mode_line
+from .follow_ups import INTERRUPTING, STEERED, FollowUpLog, FollowUpQueue, MemoryFollowUpLog, cut_notice, going_next, queued_notice, sending_notice
 from .instances import Instances
 from .asking.pending import NOT_OPEN, ChatQuestions
 from .asking.forms import Unsupported
@@ -52,7 +52,6 @@ from .supervisor import Backoff
 log = logging.getLogger(__name__)
 BUILTIN_AGENT = "runwield"
 COMMANDS_WAIT = 2.0  # how long /help waits for a just-opened session's list of commands
-STEERED = "↪ added to the running turn"
 
 
 class Bridge:
@@ -196,12 +195,10 @@ class Bridge:
             return None
         if not state.busy:
             return await self._send_queued(state)
-        if queue.mode == "interrupt" and state.running:
-            await self._say(channel, conversation, "⏹ Stopping the running turn; your message goes to the agent as soon as it has stopped.")
+        interrupting = queue.mode == "interrupt" and state.running
+        await self._say(channel, conversation, INTERRUPTING if interrupting else queued_notice(len(queue)))
+        if interrupting:
             await self.cancel(state)
-        else:
-            waiting = f"{len(queue)} messages waiting" if len(queue) > 1 else "1 message waiting"
-            await self._say(channel, conversation, f"📥 Queued ({waiting}): sent to the agent when the running turn ends. /queue shows what waits.")
         return None
 
     async def _steered(self, state: ConversationState, message: IncomingMessage) -> bool:
@@ -220,11 +217,7 @@ class Bridge:
         batch = await state.queue.take()
         if not batch:
             return None
-        if len(batch) > 1:
-            line = f"📨 Sending the {len(batch)} messages queued meanwhile to the agent, as one prompt."
-        else:
-            line = "📨 Sending the message queued meanwhile to the agent" + (f" ({len(state.queue)} more waiting)." if state.queue else ".")
-        await self._say(state.channel, state.conversation, line)
+        await self._say(state.channel, state.conversation, sending_notice(len(batch), len(state.queue)))
         turn = await self._start_turn(state, [w.message for w in batch])
         if turn is None:  # not sent, and the chat was told why
             await state.queue.settled()
@@ -330,13 +323,7 @@ class Bridge:
                 self._bind(state, binding.agent, binding.acp_session_id, binding.cwd)
             state.restored = True
             if cut := await state.queue.load():
-                listed = "\n".join(f"• {m.text.strip() or '(an image)'}" for m in cut)
-                await self._say(
-                    state.channel,
-                    state.conversation,
-                    f"⚠️ The bridge stopped while the agent was answering {'these queued messages' if len(cut) > 1 else 'this queued message'}, "
-                    f"so {'they were' if len(cut) > 1 else 'it was'} not sent again (nothing is answered twice):\n{listed}\nSend again what still matters.",
-                )
+                await self._say(state.channel, state.conversation, cut_notice(cut))
 
     # -- sessions ------------------------------------------------------------
 
@@ -634,8 +621,8 @@ class Bridge:
         if command.name == "cancel":
             if not await self.cancel(state):
                 await self._say(channel, conversation, "Nothing is running.")
-            elif waiting := len(state.queue):
-                await self._say(channel, conversation, f"{waiting} queued message{'s go' if waiting > 1 else ' goes'} next; /queue clear drops {'them' if waiting > 1 else 'it'}.")
+            elif state.queue:
+                await self._say(channel, conversation, going_next(len(state.queue)))
             return
         if command.name == "status":
             await self._say(channel, conversation, self._status(state))
@@ -644,7 +631,7 @@ class Bridge:
             await self._say(channel, conversation, await self._help(state, greet=command.name == GREETING))
             return
         if command.name == "queue":
-            await self._say(channel, conversation, await self._queue_command(state, command.argument))
+            await self._say(channel, conversation, await state.queue.command(command.argument))
             return
         if state.running:
             await self._say(channel, conversation, f"A turn is running; send /cancel before /{command.name}.")
@@ -661,19 +648,6 @@ class Bridge:
                     await self._say(channel, conversation, replay.summary(session_id, state.agent or ""))
         except BridgeError as exc:
             await self._say(channel, conversation, str(exc))
-
-    async def _queue_command(self, state: ConversationState, argument: str) -> str:
-        """``/queue``: the mode and what waits; ``/queue MODE`` sets the mode; ``/queue clear`` drops what waits."""
-        queue, word = state.queue, argument.strip().lower()
-        if not word:
-            return queue.describe()
-        if word == "clear":
-            dropped = await queue.clear()
-            return f"🗑 Dropped {dropped} queued message{'s' if dropped != 1 else ''}." if dropped else "Nothing was waiting."
-        if word not in QUEUE_MODES:
-            return f"There is no queue mode {argument.strip()!r}; nothing was changed. Use /queue {', /queue '.join(QUEUE_MODES)}, or /queue clear."
-        await queue.set_mode(word)
-        return mode_line(word)
 
     async def _help(self, state: ConversationState, greet: bool) -> str:
         """Every command here (the agent's too, opening the session to learn them); a greeting adds what the bot does."""

@@ -26,6 +26,8 @@ MODE_MEANING = {
     "interrupt": "the running turn is cancelled, and what was sent meanwhile goes at once",
 }
 
+STEERED = "↪ added to the running turn"
+INTERRUPTING = "⏹ Stopping the running turn; your message goes to the agent as soon as it has stopped."
 
 class QueuedRecord(Protocol):
     id: int | None
@@ -178,6 +180,20 @@ class FollowUpQueue:
         await self.log.set_queue_mode(self.conversation, mode)
         self.mode = mode
 
+    async def command(self, argument: str) -> str:
+        """``/queue``: the mode and what waits; ``/queue MODE`` sets the mode; ``/queue clear`` drops what waits.
+        Returns what to tell the person; an unknown mode changes nothing."""
+        word = argument.strip().lower()
+        if not word:
+            return self.describe()
+        if word == "clear":
+            dropped = await self.clear()
+            return f"🗑 Dropped {_count(dropped, 'queued message')}." if dropped else "Nothing was waiting."
+        if word not in QUEUE_MODES:
+            return f"There is no queue mode {argument.strip()!r}; nothing was changed. Use /queue {', /queue '.join(QUEUE_MODES)}, or /queue clear."
+        await self.set_mode(word)
+        return mode_line(word)
+
     def describe(self) -> str:
         """The mode and what is waiting, as ``/queue`` shows them."""
         lines = [mode_line(self.mode)]
@@ -192,6 +208,33 @@ class FollowUpQueue:
 
 def mode_line(mode: str) -> str:
     return f"Queue mode: {mode}: messages sent while the agent works are {MODE_MEANING[mode]}."
+
+
+def queued_notice(waiting: int) -> str:
+    return f"📥 Queued ({_count(waiting, 'message')} waiting): sent to the agent when the running turn ends. /queue shows what waits."
+
+
+def sending_notice(batch: int, left: int) -> str:
+    """The line above the prompt a queued batch becomes."""
+    if batch > 1:
+        return f"📨 Sending the {batch} messages queued meanwhile to the agent, as one prompt."
+    return "📨 Sending the message queued meanwhile to the agent" + (f" ({left} more waiting)." if left else ".")
+
+
+def going_next(waiting: int) -> str:
+    """After /cancel: what is queued is not dropped with the turn."""
+    return f"{_count(waiting, 'queued message')} {'go' if waiting > 1 else 'goes'} next; /queue clear drops {'them' if waiting > 1 else 'it'}."
+
+
+def cut_notice(cut: list[IncomingMessage]) -> str:
+    """Which queued messages a stopped run had handed to a turn, and were therefore not sent again."""
+    listed = "\n".join(f"• {m.text.strip() or '(an image)'}" for m in cut)
+    which, were = ("these queued messages", "they were") if len(cut) > 1 else ("this queued message", "it was")
+    return f"⚠️ The bridge stopped while the agent was answering {which}, so {were} not sent again (nothing is answered twice):\n{listed}\nSend again what still matters."
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
 def _excerpt(text: str, limit: int = 80) -> str:
