@@ -40,7 +40,7 @@ from ..channels.unfinished import EXPIRED, Keeper, MemoryMessageLog, MessageLog,
 from .conversations import ConversationState, Phase, Replay
 from .dedupe import Deliveries, MemoryUpdateLog, UpdateLog
 from .delivery import deliver
-from .follow_ups import INTERRUPTING, STEERED, FollowUpLog, FollowUpQueue, MemoryFollowUpLog, cut_notice, going_next, queued_notice, sending_notice
+from .follow_ups import INTERRUPTING, STEERED, FollowUpLog, FollowUpQueue, MemoryFollowUpLog, StoredQueues, cut_notice, going_next, queued_notice, sending_notice
 from .instances import Instances
 from .asking.pending import NOT_OPEN, ChatQuestions
 from .asking.forms import Unsupported
@@ -89,6 +89,7 @@ class Bridge:
         self.instance_id = instances.id if instances else None
         self.follow_ups = follow_ups or MemoryFollowUpLog()
         """The conversations' follow-up queues and modes, durable when it is the store."""
+        self._stored = StoredQueues(self.follow_ups)
         self.questions = ChatQuestions(self.messages, self.instance_id)
         self.offers = Offers()
         self.background = Background("bridge")
@@ -272,7 +273,7 @@ class Bridge:
     def _state(self, channel: Channel, conversation: Conversation) -> ConversationState:
         state = self._states.get(conversation.key)
         if state is None:
-            queue = FollowUpQueue(self.follow_ups, conversation.key, channel.settings.queue)
+            queue = FollowUpQueue(self.follow_ups, conversation.key, self._stored.mode(conversation.key) or channel.settings.queue)
             state = self._states[conversation.key] = ConversationState(conversation, channel, queue)
         return state
 
@@ -298,9 +299,8 @@ class Bridge:
 
     async def _to_reopen(self, channel: Channel) -> list[str]:
         """The channel's conversations a start reopens: those bound to the built-in Session Host, and those with a queue."""
-        prefix = f"{channel.name}:"
-        bound = await self.bindings.bound_conversations(prefix, BUILTIN_AGENT)
-        return sorted(set(bound) | set(await self.follow_ups.queued_conversations(prefix)))
+        bound = await self.bindings.bound_conversations(f"{channel.name}:", BUILTIN_AGENT)
+        return sorted(set(bound) | await self._stored.scan(channel.name))
 
     async def _reopen(self, channel: Channel, key: str) -> None:
         if key in self._states:  # a message got there first, and opens the session itself
@@ -322,7 +322,7 @@ class Bridge:
             if binding := await self.bindings.get_binding(state.conversation.key):
                 self._bind(state, binding.agent, binding.acp_session_id, binding.cwd)
             state.restored = True
-            if cut := await state.queue.load():
+            if self._stored.may_hold(state.conversation) and (cut := await state.queue.load()):
                 await self._say(state.channel, state.conversation, cut_notice(cut))
 
     # -- sessions ------------------------------------------------------------

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol, get_args
 
 from ..channels.settings import QueueMode
-from ..channels.types import IncomingMessage
+from ..channels.types import Conversation, IncomingMessage
 from .handed_events import message_from, message_json
 
 QUEUE_MODES: tuple[str, ...] = get_args(QueueMode)
@@ -49,7 +49,7 @@ class FollowUpLog(Protocol):
 
     async def queued_conversations(self, prefix: str) -> list[str]: ...  # type: ignore[empty-body]
 
-    async def queue_mode(self, conversation: str) -> str | None: ...
+    async def queue_modes(self, prefix: str) -> dict[str, str]: ...  # type: ignore[empty-body]
 
     async def set_queue_mode(self, conversation: str, mode: str) -> None: ...
 
@@ -91,11 +91,38 @@ class MemoryFollowUpLog:
     async def queued_conversations(self, prefix: str) -> list[str]:
         return sorted({r.conversation for r in self._records if r.conversation.startswith(prefix)})
 
-    async def queue_mode(self, conversation: str) -> str | None:
-        return self._modes.get(conversation)
+    async def queue_modes(self, prefix: str) -> dict[str, str]:
+        return {key: mode for key, mode in self._modes.items() if key.startswith(prefix)}
 
     async def set_queue_mode(self, conversation: str, mode: str) -> None:
         self._modes[conversation] = mode
+
+
+class StoredQueues:
+    """Which conversations have a stored queue or mode, read per channel at a start or a take-over (two queries), so
+    opening any other conversation reads nothing more."""
+
+    def __init__(self, log: FollowUpLog) -> None:
+        self.log = log
+        self._queued: set[str] = set()
+        self._modes: dict[str, str] = {}
+        self._scanned: set[str] = set()
+
+    async def scan(self, channel: str) -> set[str]:
+        """Read the channel's stored queues and modes again; the conversations with messages queued."""
+        prefix = f"{channel}:"
+        queued = set(await self.log.queued_conversations(prefix))
+        self._modes.update(await self.log.queue_modes(prefix))
+        self._queued |= queued
+        self._scanned.add(channel)
+        return queued
+
+    def mode(self, conversation: str) -> str | None:
+        return self._modes.get(conversation)
+
+    def may_hold(self, conversation: Conversation) -> bool:
+        """Whether the conversation's queue must be read: it had one stored, or its channel was not scanned yet."""
+        return conversation.key in self._queued or conversation.channel not in self._scanned
 
 
 @dataclass(frozen=True)
@@ -115,6 +142,8 @@ class Waiting:
 class FollowUpQueue:
     """One conversation's queue and mode, mirrored in its ``FollowUpLog``."""
 
+    __slots__ = ("log", "conversation", "mode", "waiting", "taken")  # one per conversation: no __dict__ each
+
     def __init__(self, log: FollowUpLog, conversation: str, mode: str) -> None:
         self.log = log
         self.conversation = conversation
@@ -127,8 +156,7 @@ class FollowUpQueue:
         return len(self.waiting)
 
     async def load(self) -> list[IncomingMessage]:
-        """Read the stored queue and mode; returns the messages a stopped run had handed to a turn (now dropped)."""
-        self.mode = await self.log.queue_mode(self.conversation) or self.mode
+        """Read the stored queue; returns the messages a stopped run had handed to a turn (now dropped)."""
         records = await self.log.queued_messages(self.conversation)
         cut = [r for r in records if r.sending]
         if cut:

@@ -48,10 +48,11 @@ class FollowUpRepository(Repository):
         async with self._db() as db:
             return list((await db.exec(query)).all())
 
-    async def queue_mode(self, conversation: str) -> str | None:
+    async def queue_modes(self, prefix: str) -> dict[str, str]:
+        """The modes set with ``/queue`` in the conversations whose keys start with ``prefix``."""
+        query = select(QueueModeRow).where(col(QueueModeRow.conversation).startswith(prefix))
         async with self._db() as db:
-            row = await db.get(QueueModeRow, conversation)
-            return row.mode if row else None
+            return {row.conversation: row.mode for row in (await db.exec(query)).all()}
 
     async def set_queue_mode(self, conversation: str, mode: str) -> None:
         async with self._db() as db:
