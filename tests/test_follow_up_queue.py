@@ -132,9 +132,27 @@ async def full_queue(person: Person, store: Store) -> None:
     await person.say("/queue clear")
     await shown(person, "🗑 Dropped 20 queued messages.")
     await person.say("/cancel")
+    await shown(person, "⏹ Cancelled.")
     await person.say("/status")
     await shown(person, "State: idle")
     assert await prompts_of(store, "slow full case") == ["slow full case"]
+
+
+async def full_of_text(person: Person, store: Store) -> None:
+    """32 KiB of text fills the queue too: eight messages of 4,000 characters (Telegram's longest are 4,096) fit, a ninth does not."""
+    await slow_turn(person, "slow text case", "collect")
+    long = [f"{n} " + "word " * 799 for n in range(1, 10)]
+    for text in long:
+        await person.say(text)
+    await shown(person, "📥 Queued (8 messages waiting)")
+    await shown(person, "🚫 The queue is full (8 messages waiting; at most 20 messages or 32 KiB)")
+    await person.say("/queue clear")
+    await shown(person, "🗑 Dropped 8 queued messages.")
+    await person.say("/cancel")
+    await shown(person, "⏹ Cancelled.")
+    await person.say("/status")
+    await shown(person, "State: idle")
+    assert await prompts_of(store, "slow text case") == ["slow text case"]
 
 
 CASES: list[Callable[[Person, Store], Any]] = [steer, collect, followup, interrupt, question_first]
@@ -146,7 +164,7 @@ async def run_cases(people: list[Person], store: Store, cases: list[Callable[[Pe
 
 
 async def test_telegram_steers_and_queues_in_each_mode(tmp_path: Path) -> None:
-    cases = [*CASES, full_queue]
+    cases = [*CASES, full_queue, full_of_text]
     async with bridge_world(tmp_path=tmp_path, telegram={"sender_context": "never"}) as world:
         await run_cases([TelegramChat(world, 9001 + i) for i in range(len(cases))], world.app.store, cases)
 
