@@ -120,39 +120,33 @@ async def question_first(person: Person, store: Store) -> None:
     assert await prompts_of(store, "interview me") == ["interview me"]
 
 
-async def full_queue(person: Person, store: Store) -> None:
-    await slow_turn(person, "slow full case", "collect")
-    for n in range(1, MAX_WAITING + 2):
-        await person.say(f"item {n}")
-    await shown(person, f"📥 Queued ({MAX_WAITING} messages waiting)")
-    await shown(person, "🚫 The queue is full (20 messages waiting")
+async def fill_the_queue(person: Person, store: Store, prompt: str, texts: list[str], accepted: int) -> None:
+    """Queue ``texts`` while a slow turn runs: the first ``accepted`` are queued, the next is refused and changes
+    nothing; then ``/queue clear`` drops them and the turn is cancelled, so nothing but ``prompt`` reached the agent."""
+    await slow_turn(person, prompt, "collect")
+    for text in texts:
+        await person.say(text)
+    await shown(person, f"📥 Queued ({accepted} messages waiting)")
+    await shown(person, f"🚫 The queue is full ({accepted} messages waiting; at most 20 messages or 32 KiB)")
     await person.say("/queue")
-    await shown(person, "Waiting (20):")
-    assert f"{MAX_WAITING}. item {MAX_WAITING}" in person.said() and f"item {MAX_WAITING + 1}" not in person.said(), "the refused one changed nothing"
+    await shown(person, f"Waiting ({accepted}):")
+    assert f"\n{accepted + 1}. " not in person.said(), "the refused one changed nothing"
     await person.say("/queue clear")
-    await shown(person, "🗑 Dropped 20 queued messages.")
+    await shown(person, f"🗑 Dropped {accepted} queued messages.")
     await person.say("/cancel")
     await shown(person, "⏹ Cancelled.")
     await person.say("/status")
     await shown(person, "State: idle")
-    assert await prompts_of(store, "slow full case") == ["slow full case"]
+    assert await prompts_of(store, prompt) == [prompt]
+
+
+async def full_queue(person: Person, store: Store) -> None:
+    await fill_the_queue(person, store, "slow full case", [f"item {n}" for n in range(1, MAX_WAITING + 2)], MAX_WAITING)
 
 
 async def full_of_text(person: Person, store: Store) -> None:
     """32 KiB of text fills the queue too: eight messages of 4,000 characters (Telegram's longest are 4,096) fit, a ninth does not."""
-    await slow_turn(person, "slow text case", "collect")
-    long = [f"{n} " + "word " * 799 for n in range(1, 10)]
-    for text in long:
-        await person.say(text)
-    await shown(person, "📥 Queued (8 messages waiting)")
-    await shown(person, "🚫 The queue is full (8 messages waiting; at most 20 messages or 32 KiB)")
-    await person.say("/queue clear")
-    await shown(person, "🗑 Dropped 8 queued messages.")
-    await person.say("/cancel")
-    await shown(person, "⏹ Cancelled.")
-    await person.say("/status")
-    await shown(person, "State: idle")
-    assert await prompts_of(store, "slow text case") == ["slow text case"]
+    await fill_the_queue(person, store, "slow text case", [f"{n} " + "word " * 799 for n in range(1, 10)], 8)
 
 
 CASES: list[Callable[[Person, Store], Any]] = [steer, collect, followup, interrupt, question_first]
