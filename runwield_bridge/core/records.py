@@ -194,3 +194,17 @@ class ExecutionStep:
     exit_code: int | None = None
     started_at: float = field(default_factory=time.time)
     finished_at: float | None = None
+
+
+@RECORD
+class QueuedMessage:
+    """A message that came while its conversation's turn ran, kept until a turn has taken it."""
+
+    id: int | None = None
+    conversation: str
+    payload: str
+    """The message as JSON (``bridge/handed_events.py``)."""
+    size: int
+    sending: bool = False
+    """Handed to a turn that has not settled yet."""
+    queued_at: float = field(default_factory=time.time)
