@@ -1,0 +1,98 @@
+"""Code Review through the real `wld bridge` and the fake Telegram: the validated change's link is a URL button beside
+the delivery question; the page (real HTTP) shows the change, the validation and the commit message; Request changes
+makes the Session revise in the same worktree and validate again; Publish from the page reports the commit in the
+chat; a second decision on the same round is refused."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import aiohttp
+
+from tests.bridge_kit import telegram_section
+from tests.fakes.telegram_api import TelegramFake
+from tests.plan_kit import git, make_project
+from tests.test_chat_journey import BRANCH, TITLE, Operator, decide, plan_under_review, wld_bridge
+from tests.wld_process import free_port
+from tests.wld_process import write_config as write_wld_config
+
+CODE_LINK = re.compile(r"(http://127\.0\.0\.1:\d+/code-review/[A-Za-z0-9_-]+)")
+CHECK = "grep -q hello README.md && echo found hello"
+
+
+async def fetch(url: str) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as http, http.get(url) as response:
+        return response.status, await response.text()
+
+
+async def post(url: str, **fields: str) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as http, http.post(url, data=fields) as response:
+        return response.status, await response.text()
+
+
+async def code_review_offered(me: Operator, after: int, round_: int) -> tuple[str, dict, dict]:
+    """The round's Code Review link, its message (the URL button checked) and the delivery question below it."""
+    link = await me.sees(f"round {round_}) in your browser", after=after)
+    url = CODE_LINK.search(link["text"]).group(1)
+    [button] = me.buttons(link)
+    assert (button["text"], button["url"]) == ("Review the code", url), "the Code Review link is a URL button"
+    question = await me.sees("validation passed. What now?", after=after)
+    assert question["message_id"] > link["message_id"] and "Publish" in [b["text"] for b in me.buttons(question)]
+    return url, link, question
+
+
+async def test_a_code_review_requests_changes_then_publishes_from_the_page(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "proj")
+    async with TelegramFake() as fake:
+        config = write_wld_config(
+            tmp_path / "wld.toml",
+            {
+                "web": {"listen": f"127.0.0.1:{free_port()}"},
+                "validation": {"commands": [CHECK]},
+                "channels": {"telegram": telegram_section(fake) | {"cwd": str(project)}},
+            },
+        )
+        me = Operator(fake)
+        async with wld_bridge(config, fake):
+            url, link_id = await plan_under_review(me)
+            await decide(url, "approve")
+            approval = await me.sees("The review approved revision 1", after=link_id)
+            question = await me.answers(f"Execute “{TITLE}” now?", "Execute", after=approval["message_id"])
+            mode = await me.answers("be executed?", "All at once", after=question["message_id"])
+            first, _, delivery = await code_review_offered(me, mode["message_id"], 1)
+
+            status, page = await fetch(first)
+            assert status == 200
+            assert "README.md" in page and "+1" in page, "the changed file with its counts"
+            assert re.search(r'<span class="ln added"><span class="no">1</span><span class="sign">\+</span>hello', page), "its added line"
+            assert "grep -q hello README.md" in page and "found hello" in page, "the validation command and its output"
+            assert f"{TITLE}\n\nRunWield Plan" in page, "the commit message Publish will use"
+
+            status, _ = await post(first, round="1", action="changes", notes="")
+            assert status == 400, "Request changes needs notes"
+            status, _ = await post(first, round="1", action="changes", notes="Also write NOTES.md saying thanks")
+            assert status == 200
+            told = await me.sees("requested changes in the browser", after=delivery["message_id"])
+            assert "Also write NOTES.md saying thanks" in told["text"], "the reviewer's notes reach the chat"
+            second, _, again = await code_review_offered(me, delivery["message_id"], 2)
+            assert second != first
+            revision = "\n".join(me.text(i) for i in range(told["message_id"], again["message_id"]))
+            assert "write_file NOTES.md" in revision and "✅ Validation passed: 1 of 1 commands passed" in revision, "revised, then validated again"
+
+            status, page = await fetch(first)
+            assert status == 410 and "has been revised since" in page, "the stale page says so"
+            status, page = await fetch(second)
+            assert "NOTES.md" in page and "thanks" in page
+
+            status, _ = await post(second, round="2", action="publish", notes="Looks good.")
+            assert status == 200
+            chose = await me.sees("chose Publish in the browser", after=again["message_id"])
+            assert "Looks good." in chose["text"]
+            published = await me.sees(f"Published branch {BRANCH} at commit", after=again["message_id"])
+            assert git(project, "show", f"{BRANCH}:NOTES.md") == "thanks", "the revision was made in the same worktree and branch"
+            assert git(project, "rev-parse", BRANCH)[:12] in published["text"]
+
+            status, page = await post(second, round="2", action="abandon", confirm="yes")
+            assert status == 409 and "closed" in page, "a second decision on the same round is refused"
+            assert git(project, "show", f"{BRANCH}:README.md") == "hello"
