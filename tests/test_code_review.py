@@ -65,7 +65,7 @@ async def test_a_code_review_requests_changes_then_publishes_from_the_page(tmp_p
             status, page = await fetch(first)
             assert status == 200
             assert "README.md" in page and "+1" in page, "the changed file with its counts"
-            assert re.search(r'<span class="ln added"><span class="no">1</span><span class="sign">\+</span>hello', page), "its added line"
+            assert re.search(r'<span class="ln added"><span class="num">1</span><span class="sign">\+</span>hello', page), "its added line"
             assert "grep -q hello README.md" in page and "found hello" in page, "the validation command and its output"
             assert f"{TITLE}\n\nRunWield Plan" in page, "the commit message Publish will use"
 

@@ -73,12 +73,13 @@ class CodeReviewChat:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
-        if asked.done() and not asked.cancelled():
-            await hub.close(link.review_id)
-            return asked.result()
-        outcome = decided.result()
-        await ctx.say(report(plan, outcome))
-        return Delivery(outcome.state, outcome.notes)
+            if decided.cancelled():  # nobody waits for the page any more
+                await asyncio.shield(hub.close(link.review_id))
+        if not decided.cancelled():
+            outcome = decided.result()
+            await ctx.say(report(plan, outcome))
+            return Delivery(outcome.state, outcome.notes)
+        return asked.result()
 
     @staticmethod
     async def _open(ctx: CommandContext, hub: CodeReviewHub, plan: PlanRecord, record: ExecutionRecord) -> CodeReviewLink | None:

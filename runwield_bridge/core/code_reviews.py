@@ -90,6 +90,8 @@ class CodeReviewHub:
             )
         if review.state == "superseded":
             raise ReviewRefused("superseded", f"A newer review link replaced this one for “{plan.title}”. Use the newest link.")
+        if review.state == "closed":
+            raise ReviewRefused("decided", f"This review is closed: the chat's question on “{plan.title}” was answered or withdrawn. Execute in /load-plan offers a new one.")
         if review.state in DECIDED:
             raise ReviewRefused("decided", f"This review is closed: round {review.round} of “{plan.title}” was already {DECIDED[review.state]}.")
         if execution.state not in PUBLISHABLE:
@@ -111,8 +113,8 @@ class CodeReviewHub:
         return CodeReviewOutcome(review.id, review.execution_id, review.round, decision, notes.strip())
 
     async def close(self, review_id: str) -> None:
-        """The execution was decided in the chat: the open review's link no longer decides anything."""
-        await self.store.code_reviews.settle_code_review(review_id, "superseded")
+        """The chat's question was answered or withdrawn: the open review's link no longer decides anything."""
+        await self.store.code_reviews.settle_code_review(review_id, "closed")
 
     async def wait(self, review_id: str) -> CodeReviewOutcome:
         """The review's outcome: at once if stored, else when decided (here or in another process) or expired."""

@@ -170,7 +170,7 @@ class CodeReviewRecord:
     session_id: str | None = None
     token_hash: str
     expires_at: float
-    state: str = "open"  # open | publish | changes | abandon | expired | superseded
+    state: str = "open"  # open | publish | changes | abandon | expired | superseded | closed
     notes: str = ""
     decided_at: float | None = None
     created_at: float = field(default_factory=time.time)

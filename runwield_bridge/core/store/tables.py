@@ -147,7 +147,7 @@ class CodeReviewRow(SQLModel, table=True):
     session_id: str | None = None
     token_hash: str = Field(unique=True, index=True)
     expires_at: float
-    state: str = "open"  # open | publish | changes | abandon | expired | superseded
+    state: str = "open"  # open | publish | changes | abandon | expired | superseded | closed
     notes: str = ""
     decided_at: float | None = None
     created_at: float = Field(default_factory=time.time)
