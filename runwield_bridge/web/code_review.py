@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass
 
 from aiohttp import web
-from aiohttp.http import HttpProcessingError
 from markupsafe import Markup
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
@@ -19,7 +18,7 @@ from pygments.util import ClassNotFound
 from ..core.code_change import DiffLine, FileChange, code_change
 from ..core.code_reviews import CODE_REVIEW_PATH, CodeDecision, CodeReviewHub, OpenCodeReview
 from ..core.reviews import ReviewRefused
-from .review import refusal_page, render_page
+from .review import opened, posted_form, refusal_page, render_page
 from .server import WebServer
 
 LINES_SHOWN = 2000
@@ -70,21 +69,16 @@ class CodeReviewPages:
         self.hub = hub
 
     async def show(self, request: web.Request) -> web.Response:
-        try:
-            current = await self.hub.resolve(request.match_info["token"])
-        except ReviewRefused as refused:
-            return refusal_page(refused)
-        return await self._page(current)
+        current = await opened(self.hub.resolve, request)
+        return current if isinstance(current, web.Response) else await self._page(current)
 
     async def decide(self, request: web.Request) -> web.Response:
         token = request.match_info["token"]
-        try:
-            current = await self.hub.resolve(token)
-        except ReviewRefused as refused:
-            return refusal_page(refused)
-        try:
-            form = await request.post()
-        except (ValueError, LookupError, HttpProcessingError):  # not UTF-8, an unknown charset, a broken multipart body
+        current = await opened(self.hub.resolve, request)
+        if isinstance(current, web.Response):
+            return current
+        form = await posted_form(request)
+        if form is None:
             return await self._page(current, "That was not a form this page sent. Nothing was changed.", status=400)
         notes = str(form.get("notes", ""))
         if form.get("round") != str(current.review.round):
