@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import aiohttp
+
 from runwield_bridge.app import App
 from runwield_bridge.core.code_reviews import CodeReviewHub, CodeReviewLink
 from runwield_bridge.core.records import ExecutionRecord
@@ -48,3 +50,15 @@ async def reviewed(tmp_path: Path) -> Reviewed:
     hub = setup.app.review_pages.code_reviews
     assert hub is not None
     return Reviewed(setup.app, setup.project, execution, hub, await hub.start(execution, setup.session_id))
+
+
+async def fetch(url: str) -> tuple[int, str]:
+    """GET a page: its status and HTML."""
+    async with aiohttp.ClientSession() as http, http.get(url) as response:
+        return response.status, await response.text()
+
+
+async def post(url: str, **fields: str) -> tuple[int, str]:
+    """POST a form to a page, as the browser does: the status and the HTML answered."""
+    async with aiohttp.ClientSession() as http, http.post(url, data=fields) as response:
+        return response.status, await response.text()

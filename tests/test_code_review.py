@@ -8,9 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import aiohttp
-
 from tests.bridge_kit import telegram_section
+from tests.code_review_kit import fetch, post
 from tests.fakes.telegram_api import TelegramFake
 from tests.plan_kit import git, make_project
 from tests.test_chat_journey import BRANCH, TITLE, Operator, decide, plan_under_review, wld_bridge
@@ -19,16 +18,6 @@ from tests.wld_process import write_config as write_wld_config
 
 CODE_LINK = re.compile(r"(http://127\.0\.0\.1:\d+/code-review/[A-Za-z0-9_-]+)")
 CHECK = "grep -q hello README.md && echo found hello"
-
-
-async def fetch(url: str) -> tuple[int, str]:
-    async with aiohttp.ClientSession() as http, http.get(url) as response:
-        return response.status, await response.text()
-
-
-async def post(url: str, **fields: str) -> tuple[int, str]:
-    async with aiohttp.ClientSession() as http, http.post(url, data=fields) as response:
-        return response.status, await response.text()
 
 
 async def code_review_offered(me: Operator, after: int, round_: int) -> tuple[str, dict, dict]:

@@ -6,20 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import aiohttp
-
-from tests.code_review_kit import reviewed
+from tests.code_review_kit import fetch, post, reviewed
 from waiting import PATIENCE
-
-
-async def fetch(url: str) -> tuple[int, str]:
-    async with aiohttp.ClientSession() as http, http.get(url) as response:
-        return response.status, await response.text()
-
-
-async def post(url: str, **fields: str) -> tuple[int, str]:
-    async with aiohttp.ClientSession() as http, http.post(url, data=fields) as response:
-        return response.status, await response.text()
 
 
 async def test_the_page_shows_the_change_its_validation_and_the_commit_message(tmp_path: Path) -> None:
