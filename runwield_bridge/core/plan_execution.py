@@ -117,11 +117,10 @@ class ChatExecution:
             if delivery is None:
                 return
             text, validation = self.plans.text(plan, record.revision), json.loads(record.outcome).get("validation", "")
-            work = self._work(ctx, lambda worktree: execution_prompt(plan, text, worktree, validation))
-            choice = delivery.choice
-            if choice == "changes":
-                work = self._work(ctx, lambda worktree: changes_prompt(plan, text, worktree, delivery.notes))
-                choice = "continue"
+            if delivery.choice == "changes":  # from the Code Review page: another round on the reviewer's notes
+                choice, work = "continue", self._work(ctx, lambda worktree: changes_prompt(plan, text, worktree, delivery.notes))
+            else:
+                choice, work = delivery.choice, self._work(ctx, lambda worktree: execution_prompt(plan, text, worktree, validation))
             try:
                 if choice == "publish":
                     await self.executor.publish(record.id, emit=ctx.emit)
