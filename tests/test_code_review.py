@@ -85,3 +85,36 @@ async def test_a_code_review_requests_changes_then_publishes_from_the_page(tmp_p
             status, page = await post(second, round="2", action="abandon", confirm="yes")
             assert status == 409 and "closed" in page, "a second decision on the same round is refused"
             assert git(project, "show", f"{BRANCH}:README.md") == "hello"
+
+
+async def test_load_plan_offers_a_new_code_review_for_an_executed_plan_and_the_old_link_is_closed(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "proj")
+    async with TelegramFake() as fake:
+        config = write_wld_config(
+            tmp_path / "wld.toml",
+            {
+                "web": {"listen": f"127.0.0.1:{free_port()}"},
+                "validation": {"commands": [CHECK]},
+                "channels": {"telegram": telegram_section(fake) | {"cwd": str(project)}},
+            },
+        )
+        me = Operator(fake)
+        async with wld_bridge(config, fake):
+            url, link_id = await plan_under_review(me)
+            await decide(url, "approve")
+            approval = await me.sees("The review approved revision 1", after=link_id)
+            question = await me.answers(f"Execute “{TITLE}” now?", "Execute", after=approval["message_id"])
+            mode = await me.answers("be executed?", "All at once", after=question["message_id"])
+            first, _, delivery = await code_review_offered(me, mode["message_id"], 1)
+            await me.says("/cancel")
+            await me.fake.wait_until(lambda: "Cancelled" in me.text(delivery["message_id"]), timeout=20)
+
+            await me.says("/load-plan")
+            listing = await me.answers("Choose a Plan", "1", after=delivery["message_id"])
+            menu = await me.answers("what next?", "Execute", after=listing["message_id"])
+            second, _, _ = await code_review_offered(me, menu["message_id"], 1)
+            assert second != first
+            status, page = await fetch(first)
+            assert status == 409 and "answered or withdrawn" in page, "the link of the withdrawn question no longer decides"
+            status, page = await fetch(second)
+            assert status == 200 and "README.md" in page
