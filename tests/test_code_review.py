@@ -118,3 +118,31 @@ async def test_load_plan_offers_a_new_code_review_for_an_executed_plan_and_the_o
             assert status == 409 and "answered or withdrawn" in page, "the link of the withdrawn question no longer decides"
             status, page = await fetch(second)
             assert status == 200 and "README.md" in page
+
+
+async def test_request_changes_on_a_pair_execution_makes_the_notes_its_next_increment(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "proj")
+    async with TelegramFake() as fake:
+        config = write_wld_config(
+            tmp_path / "wld.toml",
+            {
+                "web": {"listen": f"127.0.0.1:{free_port()}"},
+                "validation": {"commands": [CHECK]},
+                "channels": {"telegram": telegram_section(fake) | {"cwd": str(project)}},
+            },
+        )
+        me = Operator(fake)
+        async with wld_bridge(config, fake):
+            url, link_id = await plan_under_review(me)
+            await decide(url, "approve")
+            approval = await me.sees("The review approved revision 1", after=link_id)
+            question = await me.answers(f"Execute “{TITLE}” now?", "Execute", after=approval["message_id"])
+            mode = await me.answers("be executed?", "Pair Execution", after=question["message_id"])
+            checkpoint = await me.sees("Checkpoint 1", after=mode["message_id"])
+            await me.says("done")
+            link, _, delivery = await code_review_offered(me, checkpoint["message_id"], 1)
+
+            assert (await post(link, round="1", action="changes", notes="Also write NOTES.md saying thanks"))[0] == 200
+            told = await me.sees("requested changes in the browser", after=delivery["message_id"])
+            second = await me.sees("Checkpoint 2", after=told["message_id"] - 1)
+            assert "NOTES.md" in second["text"], "the notes were the Agent's next increment, in the same worktree"

@@ -131,6 +131,9 @@ class ChatExecution:
                 return
             if choice != "continue":
                 return
+            if record.state == "pairing" and delivery.choice == "changes":  # the reviewer's notes are the next increment
+                await self._increment(ctx, plan, record, text, delivery.notes)
+                return
         if record.state == "pairing":
             await ctx.say(PAIR_REMINDER.format(title=plan.title, branch=record.branch))
 
