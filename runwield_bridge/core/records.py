@@ -161,6 +161,22 @@ class ReviewRecord:
 
 
 @RECORD
+class CodeReviewRecord:
+    """A browser review of one round of an execution's change; the link's token is stored only as a hash."""
+
+    id: str
+    execution_id: str
+    round: int
+    session_id: str | None = None
+    token_hash: str
+    expires_at: float
+    state: str = "open"  # open | publish | changes | abandon | expired | superseded | closed
+    notes: str = ""
+    decided_at: float | None = None
+    created_at: float = field(default_factory=time.time)
+
+
+@RECORD
 class ExecutionRecord:
     """An approved Plan being carried out in a RunWield-owned worktree and branch."""
 

@@ -137,6 +137,22 @@ class ExecutionRow(SQLModel, table=True):
     updated_at: float = Field(default_factory=time.time)
 
 
+class CodeReviewRow(SQLModel, table=True):
+    """A browser review of one round of an execution's change; the link's token is stored only as a hash."""
+
+    __tablename__ = "code_reviews"
+    id: str = Field(primary_key=True)
+    execution_id: str = Field(index=True, foreign_key="executions.id")
+    round: int
+    session_id: str | None = None
+    token_hash: str = Field(unique=True, index=True)
+    expires_at: float
+    state: str = "open"  # open | publish | changes | abandon | expired | superseded | closed
+    notes: str = ""
+    decided_at: float | None = None
+    created_at: float = Field(default_factory=time.time)
+
+
 class ExecutionStepRow(SQLModel, table=True):
     """One step of an execution, written before it runs and updated after (write-ahead)."""
 
