@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import stat
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -19,6 +20,7 @@ from waiting import PATIENCE
 
 from runwield_bridge.app import App
 from runwield_bridge.config import load_settings
+from runwield_bridge.core import coding_tools
 from runwield_bridge.core.events import Event, ToolProgress, TurnSettled
 from runwield_bridge.core.interactions import Outcome, PendingQuestion
 from runwield_bridge.core.tool_gate import Change, ToolRules
@@ -250,7 +252,7 @@ async def test_a_command_that_runs_too_long_is_killed_with_its_children_and_repo
         c.person.answers = ["once"]
         done = finished(await c.call("run_command", {"command": "echo started; sleep 300 & echo $! > child.pid; wait"}))
     assert done.status == "failed"
-    assert done.output.startswith("started\n") and "timed out after 2s and was stopped (its process group was killed)" in done.output
+    assert done.output.startswith("started\n") and "timed out after 2s and was stopped, with everything it started" in done.output
     child = int((repo / "child.pid").read_text())
     async with asyncio.timeout(PATIENCE):
         while alive(child):
@@ -308,3 +310,182 @@ async def test_cancelling_the_turn_kills_a_running_command_with_its_children(tmp
     async with asyncio.timeout(PATIENCE):
         while alive(child):
             await asyncio.sleep(0.05)
+
+
+class SwappingPerson(Person):
+    """A Person who, while the question waits, does ``meanwhile`` (swaps a directory for a symlink, say)."""
+
+    def __init__(self, meanwhile: Callable[[], None]) -> None:
+        super().__init__()
+        self.meanwhile = meanwhile
+
+    async def __call__(self, pending: PendingQuestion) -> Outcome:
+        self.meanwhile()
+        return await super().__call__(pending)
+
+
+def swap_for_link(directory: Path, target: Path) -> Callable[[], None]:
+    """Move ``directory`` aside and put a symlink to ``target`` in its place."""
+
+    def swap() -> None:
+        directory.rename(directory.with_name(directory.name + ".moved"))
+        directory.symlink_to(target, target_is_directory=True)
+
+    return swap
+
+
+@pytest.mark.parametrize("tool", ["write_file", "edit_file"])
+async def test_a_directory_swapped_for_a_symlink_while_the_question_waits_is_not_followed(
+    tmp_path: Path, repo: Path, model: OpenAIFake, tool: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "app.py").write_text(ORIGINAL)
+    arguments = {"write_file": {"path": "src/raced.txt", "content": "raced"}, "edit_file": {**EDIT, "path": "src/app.py"}}[tool]
+    async with coder(tmp_path, repo, model) as c:
+        c.person = SwappingPerson(swap_for_link(repo / "src", outside))
+        c.person.answers = ["once"]
+        done = finished(await c.call(tool, arguments))
+    assert len(c.person.asked) == 1, "the change was asked, and allowed"
+    assert sorted(p.name for p in outside.iterdir()) == ["app.py"] and (outside / "app.py").read_text() == ORIGINAL, "nothing outside"
+    assert done.status == "failed", done.output
+    assert "'src' is a symbolic link now (it was not when the path was checked), which is not followed" in done.output
+    assert (repo / "src.moved" / "app.py").read_text() == ORIGINAL and not (repo / "src.moved" / "raced.txt").exists()
+
+
+async def test_a_directory_made_as_a_symlink_while_the_question_waits_is_not_followed(tmp_path: Path, repo: Path, model: OpenAIFake) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    async with coder(tmp_path, repo, model) as c:
+        c.person = SwappingPerson(lambda: (repo / "new").symlink_to(outside, target_is_directory=True))
+        c.person.answers = ["once"]
+        done = finished(await c.call("write_file", {"path": "new/deep/raced.txt", "content": "raced"}))
+    assert done.status == "failed" and "'new' is a symbolic link now" in done.output
+    assert list(outside.iterdir()) == []
+
+
+async def test_a_file_swapped_for_a_symlink_while_the_question_waits_is_not_followed(tmp_path: Path, repo: Path, model: OpenAIFake) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "app.py").write_text(ORIGINAL)
+
+    def swap() -> None:
+        (repo / "src" / "app.py").unlink()
+        (repo / "src" / "app.py").symlink_to(outside / "app.py")
+
+    async with coder(tmp_path, repo, model) as c:
+        c.person = SwappingPerson(swap)
+        c.person.answers = ["once"]
+        done = finished(await c.call("edit_file", EDIT))
+    assert done.status == "failed" and "'src/app.py' is a symbolic link now" in done.output
+    assert (outside / "app.py").read_text() == ORIGINAL
+
+
+async def test_an_edit_is_made_on_the_file_as_it_is_when_allowed(tmp_path: Path, repo: Path, model: OpenAIFake) -> None:
+    app = repo / "src" / "app.py"
+    async with coder(tmp_path, repo, model) as c:
+        c.person = SwappingPerson(lambda: app.write_text("# added while asked\n" + ORIGINAL))
+        c.person.answers = ["once"]
+        assert finished(await c.call("edit_file", EDIT)).status == "completed"
+        assert app.read_text() == "# added while asked\ndef greet():\n    return 'hello, world'\n", "the other change is kept"
+        app.write_text(ORIGINAL)
+        c.person = SwappingPerson(lambda: app.write_text(ORIGINAL * 2))
+        c.person.answers = ["once"]
+        twice = finished(await c.call("edit_file", {"path": "src/app.py", "old": "'hello'", "new": "'bye'"}))
+    assert twice.status == "failed" and "the old text was found 2 times in src/app.py" in twice.output
+    assert app.read_text() == ORIGINAL * 2
+
+
+@pytest.mark.parametrize("tool", ["write_file", "edit_file"])
+async def test_a_file_hard_linked_from_outside_is_not_changed_through_the_link(tmp_path: Path, repo: Path, model: OpenAIFake, tool: str) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "shared.py").write_text(ORIGINAL)
+    (outside / "shared.py").chmod(0o640)
+    os.link(outside / "shared.py", repo / "linked.py")
+    arguments = {"write_file": {"path": "linked.py", "content": "replaced\n"}, "edit_file": {**EDIT, "path": "linked.py"}}[tool]
+    async with coder(tmp_path, repo, model, allow_writes=["**"]) as c:
+        done = finished(await c.call(tool, arguments))
+        read = finished(await c.call("read_file", {"path": "linked.py"}))
+    assert done.status == "completed", done.output
+    assert "it had 1 other hard link(s), which keep the old content: linked.py is a new file now" in done.output
+    assert (outside / "shared.py").read_text() == ORIGINAL and os.stat(outside / "shared.py").st_nlink == 1
+    expected = {"write_file": "replaced\n", "edit_file": "def greet():\n    return 'hello, world'\n"}[tool]
+    assert (repo / "linked.py").read_text() == expected == read.output, "the file in the project changed"
+    assert (repo / "linked.py").stat().st_mode & 0o777 == 0o640, "it keeps its permissions"
+    assert sorted(p.name for p in repo.iterdir()) == [".git", "linked.py", "src"], "no temporary file is left"
+
+
+async def test_a_fifo_is_skipped_or_refused_by_every_file_tool_without_blocking(tmp_path: Path, repo: Path, model: OpenAIFake) -> None:
+    os.mkfifo(repo / "src" / "pipe")
+    async with coder(tmp_path, repo, model, allow_writes=["**"]) as c, asyncio.timeout(PATIENCE):
+        listed = finished(await c.call("list_files", {"path": "src"}))
+        found = finished(await c.call("find_files", {"pattern": "**"}))
+        searched = finished(await c.call("search_files", {"query": "greet"}))
+        searched_in = finished(await c.call("search_files", {"query": "greet", "path": "src/pipe"}))
+        read = finished(await c.call("read_file", {"path": "src/pipe"}))
+        edited = finished(await c.call("edit_file", {"path": "src/pipe", "old": "a", "new": "b"}))
+        written = finished(await c.call("write_file", {"path": "src/pipe", "content": "x"}))
+    assert listed.output == "app.py" and found.output == "src/app.py" and searched.output == "src/app.py:1: def greet():"
+    for refused in (searched_in, read, edited, written):
+        assert refused.status == "failed" and "'src/pipe' is a named pipe (FIFO)" in refused.output, refused
+    assert stat.S_ISFIFO(os.stat(repo / "src" / "pipe").st_mode)
+
+
+async def test_read_file_reads_only_what_it_keeps_and_says_the_file_goes_on(tmp_path: Path, repo: Path, model: OpenAIFake) -> None:
+    with (repo / "big.txt").open("wb") as big:
+        big.write(b"first line\n" * 10_000)
+        big.truncate(1 << 30)
+    async with coder(tmp_path, repo, model) as c:
+        whole = finished(await c.call("read_file", {"path": "big.txt"}))
+        lines = finished(await c.call("read_file", {"path": "big.txt", "offset": 2, "limit": 1}))
+    assert whole.output.startswith("first line\n") and len(whole.output) < 70_000
+    assert whole.output.endswith(f"\n(read_file shows the first 64 KiB of this file's {1 << 30} bytes)")
+    assert lines.output == f"first line\n\n(5956 more lines; read on from line 3)\n(read_file shows the first 64 KiB of this file's {1 << 30} bytes)"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "unsupported"),
+    [
+        (r"(\w)\1", r"a backreference (\1 to \9)"),
+        ("foo(?=bar)", "lookahead ((?=...), (?!...))"),
+        ("(?<!x)y", "lookbehind ((?<=...), (?<!...))"),
+        ("(?P<a>x)(?P=a)", "a named backreference ((?P=name))"),
+        ("a++", "a possessive quantifier (*+, ++, ?+)"),
+    ],
+)
+async def test_a_regex_re2_does_not_support_is_refused_saying_what(tmp_path: Path, repo: Path, model: OpenAIFake, pattern: str, unsupported: str) -> None:
+    async with coder(tmp_path, repo, model) as c:
+        done = finished(await c.call("search_files", {"query": pattern, "regex": True}))
+        invalid = finished(await c.call("search_files", {"query": "(unclosed", "regex": True}))
+    assert done.status == "failed" and f"the regular expression {pattern!r} uses {unsupported}, which search_files does not support" in done.output
+    assert "RE2 syntax (linear time)" in done.output
+    assert invalid.status == "failed" and invalid.output == "not a valid regular expression: missing ): (unclosed"
+
+
+async def test_a_catastrophic_regex_is_matched_in_linear_time(tmp_path: Path, repo: Path, model: OpenAIFake) -> None:
+    (repo / "src" / "long.txt").write_text("a" * 28 + "b\n" + "aaa\n" + ("a" * 5000 + "b\n") * 100)
+    async with coder(tmp_path, repo, model) as c, asyncio.timeout(PATIENCE):
+        done = finished(await c.call("search_files", {"query": "(a+)+$", "regex": True, "path": "src"}))
+        folded = finished(await c.call("search_files", {"query": "DEF GREET", "ignore_case": True}))
+    assert done.output == "src/long.txt:2: aaa"
+    assert folded.output == "src/app.py:1: def greet():"
+
+
+async def test_a_search_stops_at_its_time_and_byte_bounds_and_says_so(tmp_path: Path, repo: Path, model: OpenAIFake, monkeypatch: pytest.MonkeyPatch) -> None:
+    for n in range(5):
+        (repo / f"f{n}.txt").write_text("needle\n" + "hay\n" * 250)  # 1,007 bytes each
+    async with coder(tmp_path, repo, model) as c:
+        monkeypatch.setattr(coding_tools, "MAX_SEARCH_TOTAL", 2500)
+        by_bytes = finished(await c.call("search_files", {"query": "needle"}))
+        monkeypatch.setattr(coding_tools, "MAX_SEARCH_TOTAL", 1 << 30)
+        monkeypatch.setattr(coding_tools, "SEARCH_SECONDS", 0.0)
+        by_time = finished(await c.call("search_files", {"query": "needle"}))
+        by_name = finished(await c.call("find_files", {"pattern": "*.txt"}))
+    assert by_bytes.status == "completed"
+    assert by_bytes.output == "f0.txt:1: needle\nf1.txt:1: needle" + STOPPED.format("it stopped after reading 2014 bytes")
+    assert by_time.output == "no matches" + STOPPED.format("it stopped after 0 s")
+    assert by_name.output == "no files match" + STOPPED.format("it stopped after 0 s")
+
+
+STOPPED = "\n(the search stopped early, before every file was looked at: {}; narrow it with `path` or `glob`)"

@@ -70,12 +70,15 @@ def test_each_table_has_a_record_with_the_same_fields() -> None:
         "plan_revisions": records.PlanRevisionRecord,
         "plan_sessions": records.PlanSessionLink,
         "reviews": records.ReviewRecord,
+        "code_reviews": records.CodeReviewRecord,
         "executions": records.ExecutionRecord,
         "execution_steps": records.ExecutionStep,
+        "queued_messages": records.QueuedMessage,
     }
-    store_own = {"turns", "workspace_logins", "leases", "conversation_owners", "context_summaries"}
+    store_own = {"turns", "workspace_logins", "leases", "conversation_owners", "queue_modes", "context_summaries"}
     assert set(tables) - set(mirrored) == store_own, (
-        "every table but the store's own turn marks, login hashes, leases and summaries (handed out as the core's Summary) is handed out"
+        "every table but the store's own turn marks, login hashes, leases, queue modes and summaries (handed out as "
+        "the core's Summary) is handed out"
     )
     for name, record in mirrored.items():
         assert [f.name for f in dataclasses.fields(record)] == list(tables[name].columns.keys()), name

@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 from acp_session import INIT, WLD, say
 from acp_wire import WireClient
-from playwright.async_api import Browser, Page, WebSocket, async_playwright, expect
+from playwright.async_api import Browser, Page, WebSocket, WebSocketRoute, async_playwright, expect
 from test_review_browser import CHROMIUM_ARGS, chromium
 from waiting import PATIENCE
 from workspace_kit import Workspace, cut_connections, screenshot, workspace
@@ -37,20 +37,38 @@ async def open_page(browser: Browser, ws: Workspace, **query: str | int) -> Page
 async def start_session(page: Page, cwd: Path) -> None:
     await page.get_by_label("Project directory").fill(str(cwd))
     await page.get_by_role("button", name="New Session", exact=True).click()
-    await expect(page.get_by_label("Message")).to_be_enabled()
+    await expect(page.get_by_role("button", name="Send", exact=True)).to_be_enabled()  # a Session is open
 
 
 async def send(page: Page, text: str) -> None:
-    """Type a message and press Enter, as a person would: once the page takes one (Send is enabled again when the turn
-    before has ended; until then Enter does nothing, and a busy machine can end a turn well after its last words)."""
-    await expect(page.get_by_role("button", name="Send", exact=True)).to_be_enabled()
-    box = page.get_by_label("Message")
+    """Type a message and press Enter, as a person would, once the turn before has ended (Stop is gone): a message
+    typed during a turn joins it or waits for the next prompt, and a busy machine can end a turn well after its last
+    words)."""
+    await expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+    await type_during_turn(page, text)
+
+
+async def type_during_turn(page: Page, text: str) -> None:
+    box = page.get_by_label("Message", exact=True)
+    await expect(box).to_be_enabled()
     await box.fill(text)
     await box.press("Enter")
 
 
 def entries(page: Page, kind: str, text: str):
     return page.locator(f"#entries .entry.{kind}", has_text=text)
+
+
+async def slow_turn(page: Page, text: str) -> None:
+    """Send ``text`` (with the scripted model's `slow` in it) and wait until its reply has begun."""
+    await send(page, text)
+    await expect(page.locator("#entries .agent.live", has_text=f"You said: {text}")).to_have_count(1)
+
+
+async def prompts_of(ws: Workspace, page: Page) -> list[str]:
+    """What the Session shown saved as the person's messages (prompted or steered), in order."""
+    session_id = await page.evaluate("document.querySelector('[aria-current=true]').dataset.session")
+    return [e.text for e in await ws.app.session_host.history(session_id) if type(e).__name__ == "UserMessage"]
 
 
 async def test_a_conversation_started_in_the_browser_is_continued_over_stdio(browser: Browser, tmp_path: Path) -> None:
@@ -120,6 +138,8 @@ async def test_a_question_is_answered_in_a_browser_form(browser: Browser, tmp_pa
         await form.get_by_label("Other", exact=True).check()
         await form.get_by_label("Other answer").fill("Zig")
         await screenshot(page, "question")
+        await type_during_turn(page, "by the way")  # the form takes the answer; this waits for the next prompt
+        await expect(page.locator("#queued .entry", has_text="by the way")).to_have_count(1)
         await form.get_by_role("button", name="Answer").click()
         await expect(form).to_contain_text("Should it include tests?")
         await form.get_by_label("Yes").check()
@@ -129,6 +149,8 @@ async def test_a_question_is_answered_in_a_browser_form(browser: Browser, tmp_pa
         await form.get_by_role("button", name="Answer").click()
         await expect(entries(page, "agent", "Your answers, in order: 1. Zig; 2. Yes; 3. only on CI.")).to_have_count(1)
         await expect(form).to_have_count(0)
+        await expect(page.get_by_text("1 queued message sent.")).to_be_visible()
+        await expect(entries(page, "agent", "You said: by the way")).to_have_count(1)
 
 
 async def test_a_plan_is_reviewed_and_approved_from_the_page(browser: Browser, tmp_path: Path) -> None:
@@ -140,7 +162,7 @@ async def test_a_plan_is_reviewed_and_approved_from_the_page(browser: Browser, t
         await send(page, "/plan-review")
         review = page.get_by_role("link", name="Review the Plan")
         await expect(review).to_have_count(1)
-        await expect(page.get_by_role("button", name="Send", exact=True)).to_be_enabled()  # the turn has ended: the
+        await expect(page.get_by_role("button", name="Stop")).to_be_hidden()  # the turn has ended: the
         # page redraws its entries from the saved history then, and a click on the link being redrawn opens nothing
         await screenshot(page, "plan")
         async with page.expect_popup() as opened:
@@ -163,8 +185,7 @@ async def test_a_connection_cut_mid_turn_is_rebuilt_without_duplicates_or_replay
     async with workspace(tmp_path) as ws:
         page = await open_page(browser, ws)
         await start_session(page, tmp_path)
-        await send(page, "slow count")
-        await expect(page.locator("#entries .agent.live", has_text="You said: slow count")).to_have_count(1)
+        await slow_turn(page, "slow count")
         await cut_connections(page)
         await expect(page.get_by_text("The connection dropped during this turn")).to_be_visible()
         await expect(page.locator("#connection")).to_have_text("Connected")
@@ -174,9 +195,7 @@ async def test_a_connection_cut_mid_turn_is_rebuilt_without_duplicates_or_replay
         await expect(entries(page, "agent", "You said: slow count")).to_have_count(1)
         await expect(page.locator("#entries .live")).to_have_count(0)
         assert await page.get_by_label("Message").input_value() == "", "nothing is put back to be sent again"
-        session_id = await page.evaluate("document.querySelector('[aria-current=true]').dataset.session")
-        prompts = [e for e in await ws.app.session_host.history(session_id) if type(e).__name__ == "UserMessage"]
-        assert [p.text for p in prompts] == ["slow count"], "the prompt reached the Session once"
+        assert await prompts_of(ws, page) == ["slow count"], "the prompt reached the Session once"
 
 
 
@@ -202,7 +221,6 @@ async def test_the_same_prompt_from_the_browser_and_from_stdio_has_one_effect(br
         request_id = prompt["params"]["_meta"]["runwield"]["requestId"]
         assert isinstance(request_id, str) and request_id, "the page sends a requestId with its prompt"
         [answer] = [m["result"] for m in received if m.get("id") == prompt["id"] and "result" in m]
-        session_id = prompt["params"]["sessionId"]
 
         async with WireClient.spawn([WLD, "acp"], cwd=tmp_path) as client:  # the same request, from an IDE on stdio
             await client.call("initialize", INIT)
@@ -210,21 +228,115 @@ async def test_the_same_prompt_from_the_browser_and_from_stdio_has_one_effect(br
         updates = [n["params"]["update"] for n in client.notifications if n.get("method") == "session/update"]
         assert not [u for u in updates if u.get("sessionUpdate") == "agent_message_chunk"], "the turn did not run again"
 
-        prompts = [e for e in await ws.app.session_host.history(session_id) if type(e).__name__ == "UserMessage"]
-        assert [p.text for p in prompts] == ["only once"], "the prompt reached the Session once"
+        assert await prompts_of(ws, page) == ["only once"], "the prompt reached the Session once"
         await page.reload()  # and the page, reading the Session afresh, shows one turn
         await page.get_by_role("button", name="only once").click()
         await expect(entries(page, "agent", "You said: only once")).to_have_count(1)
         await expect(entries(page, "user", "only once")).to_have_count(1)
 
 
+async def test_a_message_typed_during_a_turn_joins_it(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path) as ws:
+        page = await open_page(browser, ws)
+        await start_session(page, tmp_path)
+        await slow_turn(page, "slow start")
+        await type_during_turn(page, "also this")  # the box stays enabled during the turn
+        steered = entries(page, "user", "also this")
+        await expect(steered).to_contain_text("↪ added to the running turn")
+        await expect(entries(page, "agent", "You said: also this")).to_have_count(1)
+        await expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+        await expect(page.locator("#entries .live")).to_have_count(0)
+        await expect(steered).to_contain_text("↪ added to the running turn")  # the saved copy keeps its mark
+        assert " 15" not in await page.locator("#entries").inner_text(), "the steered message cut the slow reply short"
+        assert await prompts_of(ws, page) == ["slow start", "also this"]
+        await expect(page.locator("#queued .entry")).to_have_count(0)
+
+
+REFUSED = {"outcome": "promptRequired", "reason": "noRunningTurn"}  # as a turn that ends meanwhile answers
+INJECTED = {"outcome": "injected"}
+
+
+async def answer_steering(page: Page, asked: list[dict], answers: list[dict]) -> None:
+    """Answer the page's `_session/steering` requests with ``answers``, in turn, before the server sees them (noting
+    their params in ``asked``); every other frame goes through."""
+
+    def route(socket: WebSocketRoute) -> None:
+        server = socket.connect_to_server()
+
+        def from_page(frame: str | bytes) -> None:
+            message = json.loads(frame)
+            if message.get("method") != "_session/steering":
+                return server.send(frame)
+            asked.append(message["params"])
+            socket.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": answers.pop(0)}))
+
+        socket.on_message(from_page)
+
+    await page.route_web_socket("**/acp", route)
+    await page.reload()
+    await expect(page.locator("#connection")).to_have_text("Connected")
+
+
+async def test_messages_a_turn_cannot_take_are_queued_sent_as_one_prompt_and_never_lost(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path) as ws:
+        page = await open_page(browser, ws)
+        asked: list[dict] = []
+        answers = [REFUSED]
+        await answer_steering(page, asked, answers)
+        await start_session(page, tmp_path)
+        await slow_turn(page, "slow start")
+        for text in ("first follow-up", "not this one", "second follow-up"):
+            await type_during_turn(page, text)
+        queued = page.locator("#queued .entry")
+        await expect(queued).to_have_count(3)
+        await expect(queued.first).to_contain_text("Queued")
+        await queued.filter(has_text="not this one").get_by_role("button", name="Remove").click()
+        await expect(queued).to_have_count(2)
+        await screenshot(page, "queued")
+        assert [p["prompt"] for p in asked] == [[{"type": "text", "text": "first follow-up"}]], "the rest queue behind it"
+
+        await expect(page.get_by_text("2 queued messages sent as one prompt.")).to_be_visible()
+        await expect(entries(page, "agent", "You said: slow start 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15")).to_have_count(1)
+        await expect(entries(page, "agent", "You said: first follow-up second follow-up")).to_have_count(1)
+        await expect(queued).to_have_count(0)
+        await expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+        assert await prompts_of(ws, page) == ["slow start", "first follow-up\nsecond follow-up"]
+
+        box = page.get_by_label("Message", exact=True)
+        joining = page.locator("#joining .entry")
+        answers += [INJECTED, REFUSED]  # the first is taken by the turn (the server never sees it), the second queued
+        await slow_turn(page, "slow again")
+        await type_during_turn(page, "taken, never read")
+        await expect(joining).to_contain_text("↪ added to the running turn")
+        await type_during_turn(page, "after the stop")
+        await expect(queued).to_have_count(1)
+        await page.get_by_role("button", name="Stop").click()  # the turn stops before it reads either: both come back
+        await expect(box).to_have_value("taken, never read\n\nafter the stop")
+        await expect(page.get_by_text("1 message did not reach the Agent")).to_have_count(2)
+        await expect(queued).to_have_count(0)
+        await expect(joining).to_have_count(0)
+        assert answers == []
+        await box.fill("")
+
+        answers.append(REFUSED)
+        await send(page, "slow once more")  # a reload with a message queued: it comes back in the box, not sent
+        await type_during_turn(page, "after the reload")
+        await expect(queued).to_have_count(1)
+        await page.reload()
+        await expect(page.locator("#connection")).to_have_text("Connected")
+        await page.get_by_role("button", name="slow start").click()
+        await expect(page.get_by_text("1 message did not reach the Agent")).to_be_visible()
+        await expect(box).to_have_value("after the reload")
+        await expect(queued).to_have_count(0)
+        assert [p for p in await prompts_of(ws, page) if p.startswith("after")] == [], "nothing queued was sent on its own"
+
+
 async def test_escape_stops_the_running_turn(browser: Browser, tmp_path: Path) -> None:
     async with workspace(tmp_path) as ws:
         page = await open_page(browser, ws)
         await start_session(page, tmp_path)
-        await send(page, "slow please")
+        await slow_turn(page, "slow please")
         stop = page.get_by_role("button", name="Stop")
-        await expect(page.locator("#entries .agent.live", has_text="You said: slow please")).to_have_count(1)
         await expect(stop).to_be_visible()
         await page.get_by_label("Message").press("Escape")
         await expect(stop).to_be_hidden()  # the turn settled as cancelled, long before its fifteen seconds

@@ -12,13 +12,16 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from .plans import PlanBook
 from .records import PlanRecord, ReviewRecord
 
 if TYPE_CHECKING:
     from .store import Store
+    from .store.notifier import Notifier
+
+T = TypeVar("T")
 
 REVIEW_PATH = "/review/"
 LINK_NOT_KEPT = "(the link was sent earlier and is not kept; send /plan-review to get a new one)"
@@ -136,6 +139,33 @@ def static_link_base(url: str) -> LinkBase:
     return base
 
 
+async def wait_for_decision(
+    notifier: Notifier, review_id: str, stored: Callable[[], Awaitable[tuple[T | None, float]]],
+    now: Callable[[], float], poll: float = WAIT_POLL_SECONDS,
+) -> T:
+    """A review's outcome as ``stored`` reads it (with when the review expires): at once if there is one, else when
+    decided (woken by the notifier, which on SQLite stays in this process, so another process's decision is looked
+    for every ``poll`` seconds) or expired."""
+    woken = asyncio.Event()
+
+    def wake(payload: str | None) -> None:
+        if payload in (None, review_id):  # None: notifications may have been missed
+            woken.set()
+
+    await notifier.listen(DECISIONS, wake)
+    try:
+        while True:
+            woken.clear()  # before reading: a decision stored after the read wakes this wait
+            outcome, expires_at = await stored()
+            if outcome is not None:
+                return outcome
+            left = max(0.0, expires_at - now())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.wait(), left if notifier.shared else min(poll, left))
+    finally:
+        await notifier.unlisten(DECISIONS, wake)
+
+
 class ReviewHub:
     """Starts reviews, checks their links, records the one decision, and wakes whoever waits for it.
     ``link_base`` says where the review pages are served (and may start serving them)."""
@@ -158,9 +188,7 @@ class ReviewHub:
     async def start(self, plan_id: str, session_id: str | None = None) -> ReviewLink:
         """Open a review of the Plan's current revision; any earlier open review of the Plan is superseded."""
         plan = await self.plans.get(plan_id)
-        if self.link_base is None:
-            raise ReviewUnavailable("no review pages are served by this process")
-        base = await self.link_base()  # first, so a page that cannot be served opens no review
+        base = await self.page_base()  # first, so a page that cannot be served opens no review
         token = secrets.token_urlsafe(TOKEN_BYTES)
         review = ReviewRecord(
             id=f"rvw_{uuid.uuid4().hex[:16]}", plan_id=plan.id, revision=plan.current_revision,
@@ -210,28 +238,14 @@ class ReviewHub:
         return await self._decide(token, "changes_requested", feedback)
 
     async def wait(self, review_id: str, poll: float = WAIT_POLL_SECONDS) -> ReviewOutcome:
-        """The review's outcome: at once if already stored, else when decided (here or in another process: woken by
-        the store's notifier, which on SQLite stays in this process, so another process's decision is looked for
-        every ``poll`` seconds) or expired."""
-        woken = asyncio.Event()
+        """The review's outcome: at once if already stored, else when decided (here or in another process) or expired."""
+        return await wait_for_decision(self.store.notifier, review_id, lambda: self._stored_outcome(review_id), self.now, poll)
 
-        def wake(payload: str | None) -> None:
-            if payload in (None, review_id):  # None: notifications may have been missed
-                woken.set()
-
-        notifier = self.store.notifier
-        await notifier.listen(DECISIONS, wake)
-        try:
-            while True:
-                woken.clear()  # before reading: a decision stored after the read wakes this wait
-                outcome, expires_at = await self._stored_outcome(review_id)
-                if outcome is not None:
-                    return outcome
-                timeout = max(0.0, expires_at - self.now()) if notifier.shared else min(poll, max(0.0, expires_at - self.now()))
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woken.wait(), timeout)
-        finally:
-            await notifier.unlisten(DECISIONS, wake)
+    async def page_base(self) -> str:
+        """Where review pages are served (starting to serve them if need be); ReviewUnavailable if nowhere."""
+        if self.link_base is None:
+            raise ReviewUnavailable("no review pages are served by this process")
+        return await self.link_base()
 
     async def _decide(self, token: str, state: OutcomeState, feedback: Feedback) -> ReviewOutcome:
         review = (await self.resolve(token)).review

@@ -7,14 +7,18 @@ import codecs
 import contextlib
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from . import command_supervisor
+
 OUTPUT_LIMIT = 16_000
-DRAIN_SECONDS = 5.0
+DRAIN_SECONDS = 5.0  # how long output is read after the command has ended
+STOP_SECONDS = 10.0  # how long a stopped command may take to end what it started
 
 ValidationState = Literal["passed", "failed", "unvalidated"]
 
@@ -66,12 +70,13 @@ def tail(text: str, limit: int = OUTPUT_LIMIT) -> str:
 
 
 async def run_command(command: str, cwd: Path, timeout: float, on_output: Callable[[str], None] | None = None) -> CommandResult:
-    """Run a shell command in its own process group; on timeout or cancellation the whole group is killed.
-    ``on_output`` gets the output (stdout and stderr) as it arrives."""
+    """Run a shell command under ``command_supervisor``, in a session of its own: when the shell exits, anything it
+    left running in the background is stopped (and named in the output); on timeout or cancellation everything it
+    started is. ``on_output`` gets the output (stdout and stderr) as it arrives."""
     started = time.monotonic()
-    proc = await asyncio.create_subprocess_shell(
-        command, cwd=cwd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-I", "-S", command_supervisor.__file__, command, str(os.getpid()), cwd=cwd,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
     )
     captured = bytearray()
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -82,25 +87,30 @@ async def run_command(command: str, cwd: Path, timeout: float, on_output: Callab
             if on_output is not None:
                 on_output(decoder.decode(data))
             del captured[: max(0, len(captured) - 4 * OUTPUT_LIMIT)]
-        await proc.wait()
 
     reader = asyncio.ensure_future(collect())
     timed_out = False
     try:
-        await asyncio.wait_for(asyncio.shield(reader), timeout)
+        await asyncio.wait_for(proc.wait(), timeout)
     except TimeoutError:
         timed_out = True
-        await _stop(proc, reader)
+        await _stop(proc)
     except asyncio.CancelledError:
-        await _stop(proc, reader)
+        await _stop(proc)
         raise
+    finally:
+        await asyncio.wait({reader}, timeout=DRAIN_SECONDS)  # output a stray process holds open is not waited for
+        reader.cancel()
     output = tail(captured.decode(errors="replace"))
     return CommandResult(command, None if timed_out else proc.returncode, output, time.monotonic() - started, timed_out)
 
 
-async def _stop(proc: asyncio.subprocess.Process, reader: asyncio.Future[None]) -> None:
-    """Kill the command's process group and let the reader drain what was written."""
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    """Have the supervisor end everything the command started; kill the supervisor if it does not end in time."""
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    await asyncio.wait({reader}, timeout=DRAIN_SECONDS)
-    reader.cancel()
+        proc.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(asyncio.shield(proc.wait()), STOP_SECONDS)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)

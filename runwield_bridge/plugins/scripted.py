@@ -35,6 +35,7 @@ _MAKE_A_PLAN = re.compile(r"\bmake a plan\b(?:\s+(?:to|for|about)\b)?[\s:,-]*(.*
 _INTERVIEW = re.compile(r"\binterview\b", re.IGNORECASE)
 _REVISE_PLAN = re.compile(r"\brevise plan\b.*?\(plan_id (plan_\w+)\).*?feedback\b[^\n]*:\n(.+)", re.IGNORECASE | re.DOTALL)
 _RUN = re.compile(r"\brun\s+`([^`]+)`", re.IGNORECASE)
+_SEARCH = re.compile(r"\bsearch\s+for\s+(regex\s+)?`([^`]+)`", re.IGNORECASE)
 _WRITE = re.compile(r"\bwrite\s+([\w./-]+)\s+saying\s+([^.”\"\n]+)", re.IGNORECASE)
 INTERVIEW_QUESTIONS = [
     {"question": "Which language should the example use?", "options": ["Python", "Rust", "Go"]},
@@ -115,6 +116,9 @@ def _tool_call_for(prompt: str, position: int) -> ToolCallRequest | None:
         return ToolCallRequest(f"call-{position}", "revise_plan", {"plan_id": match.group(1), "body": body})
     if match := _RUN.search(prompt):
         return ToolCallRequest(f"call-{position}", "run_command", {"command": match.group(1)})
+    if match := _SEARCH.search(prompt):
+        arguments = {"query": match.group(2), **({"regex": True} if match.group(1) else {})}
+        return ToolCallRequest(f"call-{position}", "search_files", arguments)
     if match := _WRITE.search(prompt):
         content = match.group(2).strip() + "\n"
         return ToolCallRequest(f"call-{position}", "write_file", {"path": match.group(1), "content": content})

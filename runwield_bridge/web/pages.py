@@ -6,6 +6,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from ..config import ConfigError, WebConfig
+from ..core.code_reviews import CodeReviewHub
 from ..core.reviews import ReviewHub, ReviewUnavailable
 
 if TYPE_CHECKING:
@@ -13,11 +14,12 @@ if TYPE_CHECKING:
 
 
 class LazyReviewServer:
-    """Review pages on the ``[web] listen`` server, started by the first review."""
+    """Review pages (Plan and Code Review) on the ``[web] listen`` server, started by the first review."""
 
-    def __init__(self, config: WebConfig, hub: ReviewHub) -> None:
+    def __init__(self, config: WebConfig, hub: ReviewHub, code_reviews: CodeReviewHub | None = None) -> None:
         self.config = config
         self.hub = hub
+        self.code_reviews = code_reviews
         self._server: WebServer | None = None
         self._running = False
         self._starting = asyncio.Lock()
@@ -32,6 +34,10 @@ class LazyReviewServer:
 
             self._server = WebServer(self.config)
             add_review_routes(self._server, self.hub)
+            if self.code_reviews is not None:
+                from .code_review import add_code_review_routes
+
+                add_code_review_routes(self._server, self.code_reviews)
         return self._server
 
     async def base_url(self) -> str:

@@ -24,6 +24,7 @@ from ..records import (
 )
 from .base import Conflict
 from .bridge import BridgeStateRepository
+from .code_reviews import CodeReviewRepository
 from .database import database_for, sqlite_pragmas
 from .executions import ExecutionRepository
 from .instances import InstanceRepository
@@ -61,10 +62,11 @@ POOL_TIMEOUT_SECONDS = 600
 
 class Store:
     """The database (SQLite in WAL mode unless the URL names another, PostgreSQL say) and its repositories: ``sessions``
-    (with transcripts and turns), ``plans``, ``reviews``, ``executions``, ``bridge`` (bindings, update claims and
-    unfinished chat messages), ``workspace`` (client request ids, Workspace logins) and ``summaries`` (what
+    (with transcripts and turns), ``plans``, ``reviews``, ``code_reviews``, ``executions``, ``bridge`` (bindings, update
+    claims and unfinished chat messages), ``workspace`` (client request ids, Workspace logins) and ``summaries`` (what
     compaction wrote); and the writer locks that go with it. On PostgreSQL also ``instances`` (leases, conversation
-    owners and handoffs between ``wld bridge`` instances); ``notifier`` wakes waiters in other processes there (``LISTEN/NOTIFY``), else in this one."""
+    owners and handoffs between ``wld bridge`` instances); ``notifier`` wakes waiters in other processes there
+    (``LISTEN/NOTIFY``), else in this one."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -87,6 +89,7 @@ class Store:
         self.sessions = SessionRepository(connect, self.database)
         self.plans = PlanRepository(connect, self.database)
         self.reviews = ReviewRepository(connect, self.database)
+        self.code_reviews = CodeReviewRepository(connect, self.database)
         self.executions = ExecutionRepository(connect, self.database)
         self.bridge = BridgeStateRepository(connect, self.database)
         self.workspace = WorkspaceRepository(connect, self.database)

@@ -1,9 +1,11 @@
 // The Workspace page: an ACP client in the browser. Projects and Sessions from `session/list`, the
-// conversation from `session/update` and bounded history (`_meta.runwield.workspace`), questions as forms.
+// conversation from `session/update` and bounded history (`_meta.runwield.workspace`), questions as forms;
+// a message typed while a turn runs joins it (`_session/steering`) or waits in the queue for the next prompt.
 
 import { Connection, RpcError } from "./rpc.js";
 import { Conversation } from "./conversation.js";
 import { askForm } from "./form.js";
+import { FollowUpQueue, isCommand } from "./followups.js";
 import { element } from "./dom.js";
 
 const params = new URLSearchParams(location.search);
@@ -40,13 +42,16 @@ const state = {
   sessions: new Map(), // sessionId -> SessionInfo
   cursor: null,
   current: null, // {sessionId, cwd, title, updatedAt}
-  running: false,
+  turn: null, // the Session whose `session/prompt` from this page is running
+  steering: 0, // messages on their way to `_session/steering` (or to the queue)
+  followUps: Promise.resolve(), // those messages, one after the other
   opening: 0, // bumps whenever another Session is opened: late answers for the previous one are dropped
   forms: new Map(), // JSON-RPC id of an elicitation/create -> its form
   loadingOlder: false,
   shownSessions: "",
 };
-const conversation = new Conversation($("entries"));
+const conversation = new Conversation($("entries"), $("joining"));
+const queue = new FollowUpQueue($("queued"));
 
 const rpc = new Connection(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/acp`, {
   open: connected,
@@ -61,12 +66,13 @@ function randomId() {
   return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-/** `_meta` of a mutating request: a fresh request id, and the revision and Project this page saw. */
-function effect(session) {
+/** `_meta` of a mutating request: a fresh request id, and the revision and Project this page saw (no revision for
+ * steering: the running turn moves the revision on, and the input is meant for that turn). */
+function effect(session, { withRevision = true } = {}) {
   if (!state.caps || !state.caps.effects) return undefined;
   const ours = { requestId: randomId() };
   if (session) {
-    if (session.revision !== undefined && session.revision !== null) ours.revision = session.revision;
+    if (withRevision && session.revision !== undefined && session.revision !== null) ours.revision = session.revision;
     ours.project = session.cwd;
   }
   return { runwield: ours };
@@ -106,6 +112,7 @@ function capabilities(answer) {
     load: Boolean(agent.loadSession),
     history: workspace && workspace.version === 1 && typeof workspace.history === "string" ? workspace.history : null,
     effects: Boolean(workspace && workspace.version === 1 && workspace.requestIds && workspace.revisions),
+    steering: Boolean(answer._meta && answer._meta.steering && answer._meta.steering.supported),
     conflictCode: workspace && workspace.conflictCode,
   };
 }
@@ -131,6 +138,7 @@ async function connected() {
     warn(missing(state.caps));
     await refreshSessions();
     if (state.current) await reopen(state.current);
+    returnUnsent();
   } catch (error) {
     say(`Connected, but the server did not start this page's session: ${describe(error)}`);
   }
@@ -140,7 +148,7 @@ async function connected() {
 function disconnected() {
   say("Connection lost; reconnecting…");
   state.caps = null;
-  state.running = false;
+  state.turn = null;
   for (const form of state.forms.values()) form.withdraw();
   state.forms.clear();
   controls();
@@ -228,6 +236,7 @@ function show(session) {
   renderCommands([]);
   renderSessions();
   closeSidebar();
+  queue.open(session.sessionId);
 }
 
 async function openSaved(session) {
@@ -235,6 +244,7 @@ async function openSaved(session) {
   state.opening++;
   show(session);
   await reopen(state.current);
+  returnUnsent();
   controls();
 }
 
@@ -319,7 +329,7 @@ function notification(method, params) {
   if (kind === "session_info_update") {
     if (update.title) ui.title.textContent = update.title;
     const turn = update._meta && update._meta.runwield && update._meta.runwield.turn;
-    if (turn && !state.running) reopen(state.current).catch(() => {});
+    if (turn && !running()) reopen(state.current).catch(() => {});
     return;
   }
   const stick = nearBottom();
@@ -405,11 +415,15 @@ function renderUsage(update) {
 
 // Prompting
 
+/** Whether a turn this page started runs in ``session`` (the one shown). */
+function running(session = state.current) {
+  return state.turn !== null && session !== null && state.turn.sessionId === session.sessionId;
+}
+
 function controls() {
   const ready = rpc.isOpen && state.caps !== null && state.current !== null;
-  ui.text.disabled = !ready;
-  ui.send.disabled = !ready || state.running;
-  ui.stop.hidden = !state.running;
+  ui.send.disabled = !ready;
+  ui.stop.hidden = !running();
   ui.newSession.querySelector("button").disabled = !rpc.isOpen;
 }
 
@@ -417,44 +431,115 @@ function describe(error) {
   return error instanceof RpcError ? `${error.message}${error.data && error.data.details ? ` (${error.data.details})` : ""}` : String(error);
 }
 
-async function send() {
+function send() {
   const text = ui.text.value;
-  if (!text.trim() || state.running || !state.current) return;
-  if (!rpc.isOpen) return oops("Not connected: nothing was sent.");
-  const session = state.current;
+  if (!text.trim() || !state.current) return;
+  if (!rpc.isOpen || !state.caps) return oops("Not connected: nothing was sent.");
   ui.text.value = "";
-  conversation.showPrompt(text);
+  if (running() || queue.size || state.steering) followUp(state.current, text);
+  else prompt(state.current, [text]);
+}
+
+/** One prompt of one or more messages (queued ones go together); then whatever was queued meanwhile. */
+async function prompt(session, texts) {
+  conversation.showPrompt(texts.join("\n"));
   toBottom();
-  state.running = true;
+  state.turn = session;
   controls();
+  let settled = true;
   try {
-    const answer = await rpc.call("session/prompt", { sessionId: session.sessionId, prompt: [{ type: "text", text }], _meta: effect(session) });
+    const answer = await rpc.call("session/prompt", { sessionId: session.sessionId, prompt: texts.map((text) => ({ type: "text", text })), _meta: effect(session) });
     saw(session, answer);
   } catch (error) {
     if (isConflict(error)) {
-      ui.text.value = text; // not taken: read what changed, then send it again if you still want to
+      backToBox(texts); // not taken: read what changed, then send it again if you still want to
       conversation.dropLive();
       oops(`Not sent: ${error.message}. The conversation below is brought up to date.`);
     } else if (error instanceof RpcError && error.code === BUSY) {
-      ui.text.value = text; // not taken: it is yours to send again
+      backToBox(texts); // not taken: it is yours to send again
       oops(`Not sent: ${error.message}`);
     } else if (error instanceof RpcError && error.code === -32000) {
+      settled = false; // the turn goes on without this page, and reads what it took
       oops("The connection dropped during this turn. Nothing is sent again on its own: the view shows what the Session saved.");
     } else {
       oops(`The turn failed: ${describe(error)}`);
     }
   } finally {
-    if (state.current === session) state.running = false;
+    if (state.turn === session) state.turn = null;
     controls();
   }
-  if (state.current === session && rpc.isOpen) {
-    await reopen(session).catch(() => {});
-    await refreshSessions().catch(() => {});
+  const unread = settled && state.current === session ? conversation.takeUnread() : [];
+  if (unread.length) returnUnsent(unread);
+  if (state.current !== session || !rpc.isOpen) return;
+  await reopen(session).catch(() => {});
+  await refreshSessions().catch(() => {});
+  sendQueued();
+}
+
+/** A message typed while a turn runs (or while others wait): into the running turn if it can join it, else queued;
+ * one after the other, so that they keep their order. */
+function followUp(session, text) {
+  state.steering++;
+  state.followUps = state.followUps
+    .then(async () => {
+      try {
+        if (!(await steered(session, text))) queue.add(session.sessionId, text);
+      } finally {
+        state.steering--;
+        sendQueued();
+      }
+    })
+    .catch((error) => oops(`A message could not be queued: ${describe(error)}`));
+}
+
+/** Whether the running turn took ``text`` (`_session/steering` answered `injected`). A question's form waiting, a
+ * command, a message queued before it, or no steering on this server: it waits for the next prompt instead. */
+async function steered(session, text) {
+  if (!state.caps || !state.caps.steering || state.forms.size || isCommand(text) || queue.size || !running(session)) return false;
+  const shown = conversation.showSteering(text);
+  toBottom();
+  try {
+    const answer = await rpc.call("_session/steering", { sessionId: session.sessionId, prompt: [{ type: "text", text }], _meta: effect(session, { withRevision: false }) });
+    if (answer.outcome === "injected") {
+      conversation.markSteered(shown);
+      return true;
+    }
+  } catch {
+    // refused, or the connection dropped: it waits for the next prompt
   }
+  shown.remove();
+  return false;
+}
+
+/** Once no turn of this page's runs in the Session shown: the queued messages, as one prompt. */
+function sendQueued() {
+  const session = state.current;
+  if (running() || !queue.size || !session || !rpc.isOpen || !state.caps) return;
+  const texts = queue.takeBatch();
+  conversation.note(texts.length === 1 ? "1 queued message sent." : `${texts.length} queued messages sent as one prompt.`, "info");
+  prompt(session, texts);
+}
+
+/** Put ``texts``, and whatever is still queued, back in the message box (before what is being typed there). */
+function backToBox(texts) {
+  ui.text.value = [...texts, ...queue.takeAll(), ui.text.value].filter((text) => text.trim()).join("\n\n");
+}
+
+/** Messages this page can no longer deliver in order: ``texts`` (taken by a turn that ended before it read them) and
+ * the queued ones (the connection dropped, the page was reloaded, the person stopped the turn). Back in the message
+ * box, never sent on their own. */
+function returnUnsent(texts = []) {
+  const count = texts.length + queue.size;
+  if (!count) return;
+  backToBox(texts);
+  conversation.note(`${count === 1 ? "1 message" : `${count} messages`} did not reach the Agent: back in the message box, to send when you are ready.`, "warning");
+  toBottom();
 }
 
 function cancel() {
-  if (state.running && state.current && rpc.isOpen) rpc.notify("session/cancel", { sessionId: state.current.sessionId });
+  if (!running() || !rpc.isOpen) return;
+  rpc.notify("session/cancel", { sessionId: state.current.sessionId });
+  returnUnsent();
 }
 
 function closeSidebar() {
@@ -463,7 +548,7 @@ function closeSidebar() {
 }
 
 async function poll() {
-  if (!rpc.isOpen || !state.caps || state.running) return;
+  if (!rpc.isOpen || !state.caps || running()) return;
   try {
     if (await refreshSessions()) await reopen(state.current);
   } catch {

@@ -5,6 +5,7 @@
 import { element } from "./dom.js";
 
 const NOTICE_LEVELS = new Set(["info", "success", "warning", "error"]);
+const STEERED = "↪ added to the running turn";
 
 function ours(update) {
   const meta = update._meta && update._meta.runwield;
@@ -26,15 +27,19 @@ function text(update) {
 }
 
 export class Conversation {
-  constructor(list) {
+  /** ``list``: the conversation's entries; ``joining``: under them, messages on their way into the running turn. */
+  constructor(list, joining) {
     this.list = list;
+    this.joining = joining;
     this.reset();
   }
 
   reset() {
     this.list.replaceChildren();
+    this.joining.replaceChildren();
     this.first = null; // the lowest saved index shown
     this.last = -1; // the highest saved index shown
+    this.steered = []; // texts the running turn read from this page (`_session/steering`): their saved copies keep the mark
   }
 
   get hasOlder() {
@@ -86,16 +91,49 @@ export class Conversation {
 
   /** What this page just sent, shown at once (the saved copy replaces it). */
   showPrompt(prompt) {
-    this.show({ sessionUpdate: "user_message_chunk", content: { type: "text", text: prompt } }, {});
+    return this.show({ sessionUpdate: "user_message_chunk", content: { type: "text", text: prompt } }, {});
   }
 
-  /** Something this page has to say (a request that was refused or lost): kept until another Session is opened. */
-  note(message) {
-    this.list.append(element("li", { class: "entry notice error local", role: "alert" }, message));
+  /** A message typed during a turn, on its way into it (`_session/steering`): shown under the conversation until the
+   * turn reads it (its echo moves it to where it joined). */
+  showSteering(prompt) {
+    const node = element("li", { class: "entry user live" }, element("div", { class: "who" }, "You"), element("div", { class: "text" }, prompt));
+    node.append(element("div", { class: "mark" }, "adding to the running turn…"));
+    this.joining.append(node);
+    return node;
+  }
+
+  /** The running turn took the message shown as ``node`` (`injected`): it reads it at its next step. */
+  markSteered(node) {
+    node.querySelector(".mark").textContent = STEERED;
+    node.dataset.taken = "true";
+  }
+
+  /** The messages the running turn took but never read (it was stopped first), no longer shown: their texts. */
+  takeUnread() {
+    const unread = [...this.joining.querySelectorAll("[data-taken]")];
+    for (const node of unread) node.remove();
+    return unread.map((node) => node.querySelector(".text").textContent);
+  }
+
+  /** Something this page has to say (a request that was refused or lost, or what it did on its own): kept until
+   * another Session is opened. */
+  note(message, level = "error") {
+    this.list.append(element("li", { class: `entry notice ${level} local`, role: level === "error" ? "alert" : "note" }, message));
   }
 
   live(update) {
-    this.show(update, {});
+    if (update.sessionUpdate !== "user_message_chunk" || !this.echo(text(update))) this.show(update, {});
+  }
+
+  /** The running turn read a message this page steered into it: move it to where it joined. */
+  echo(said) {
+    const node = [...this.joining.children].find((n) => n.querySelector(".text").textContent === said);
+    if (node) {
+      this.list.append(node);
+      this.steered.push(said);
+    }
+    return Boolean(node);
   }
 
   show(update, { index, before }) {
@@ -108,7 +146,7 @@ export class Conversation {
     };
     const kind = update.sessionUpdate;
     const meta = ours(update);
-    if (kind === "user_message_chunk") return place(element("li", { class: "entry user" }, element("div", { class: "who" }, "You"), element("div", { class: "text" }, text(update))));
+    if (kind === "user_message_chunk") return this.userText(text(update), saved, place);
     if (kind === "agent_thought_chunk") {
       const last = this.list.lastElementChild;
       if (!saved && !before && last && last.classList.contains("thought") && last.classList.contains("live")) {
@@ -120,6 +158,16 @@ export class Conversation {
     if (kind === "agent_message_chunk") return this.agentText(update, meta, saved, before, place);
     if (kind === "tool_call" || kind === "tool_call_update") return this.tool(update, place);
     return null;
+  }
+
+  userText(said, saved, place) {
+    const node = place(element("li", { class: "entry user" }, element("div", { class: "who" }, "You"), element("div", { class: "text" }, said)));
+    const steered = saved ? this.steered.indexOf(said) : -1;
+    if (steered >= 0) {
+      this.steered.splice(steered, 1);
+      node.append(element("div", { class: "mark" }, STEERED));
+    }
+    return node;
   }
 
   agentText(update, meta, saved, before, place) {

@@ -3,15 +3,15 @@
 Compaction folds the older part of a native Session's conversation into a summary the model writes; the summary is
 kept, so that later turns reuse it rather than writing it again, and a restarted process finds it.
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0008
+Revises: 0007
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0006"
-down_revision = "0005"
+revision = "0008"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
