@@ -140,7 +140,6 @@ class TurnExecutor:
             await self._run_runtime(live, history, prompt, result, cwd=cwd, in_worktree=True, voice=AGENT_SAYS)
 
         async def compact() -> None:
-            await journal.flush()
             await self._run_runtime(live, await parts.recorder.model_history(live), "", result, compact=True)
 
         return CommandContext(
