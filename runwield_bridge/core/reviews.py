@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import json
 import re
@@ -12,7 +13,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from .plans import PlanBook
 from .records import PlanRecord, ReviewRecord
@@ -33,6 +34,7 @@ TOKEN_BYTES = 32
 LinkBase = Callable[[], Awaitable[str]]
 RefusalReason = Literal["unknown", "expired", "superseded", "decided"]
 OutcomeState = Literal["approved", "changes_requested", "expired", "superseded"]
+T = TypeVar("T")
 
 
 def without_links(text: str) -> str:
@@ -136,6 +138,34 @@ def static_link_base(url: str) -> LinkBase:
     return base
 
 
+async def wait_for_decision(
+    store: Store, review_id: str, stored: Callable[[], Awaitable[tuple[T | None, float]]], now: Callable[[], float], poll: float
+) -> T:
+    """What ``stored`` finds for a review once it finds something: at once if it is stored already, else when the review
+    is decided (woken by the store's notifier on ``DECISIONS``, which on SQLite stays in this process, so another
+    process's decision is looked for every ``poll`` seconds) or its time is up. ``stored`` gives the outcome, if any,
+    and when the review expires."""
+    woken = asyncio.Event()
+
+    def wake(payload: str | None) -> None:
+        if payload in (None, review_id):  # None: notifications may have been missed
+            woken.set()
+
+    notifier = store.notifier
+    await notifier.listen(DECISIONS, wake)
+    try:
+        while True:
+            woken.clear()  # before reading: a decision stored after the read wakes this wait
+            outcome, expires_at = await stored()
+            if outcome is not None:
+                return outcome
+            left = max(0.0, expires_at - now())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.wait(), left if notifier.shared else min(poll, left))
+    finally:
+        await notifier.unlisten(DECISIONS, wake)
+
+
 class ReviewHub:
     """Starts reviews, checks their links, records the one decision, and wakes whoever waits for it.
     ``link_base`` says where the review pages are served (and may start serving them)."""
@@ -210,28 +240,8 @@ class ReviewHub:
         return await self._decide(token, "changes_requested", feedback)
 
     async def wait(self, review_id: str, poll: float = WAIT_POLL_SECONDS) -> ReviewOutcome:
-        """The review's outcome: at once if already stored, else when decided (here or in another process: woken by
-        the store's notifier, which on SQLite stays in this process, so another process's decision is looked for
-        every ``poll`` seconds) or expired."""
-        woken = asyncio.Event()
-
-        def wake(payload: str | None) -> None:
-            if payload in (None, review_id):  # None: notifications may have been missed
-                woken.set()
-
-        notifier = self.store.notifier
-        await notifier.listen(DECISIONS, wake)
-        try:
-            while True:
-                woken.clear()  # before reading: a decision stored after the read wakes this wait
-                outcome, expires_at = await self._stored_outcome(review_id)
-                if outcome is not None:
-                    return outcome
-                timeout = max(0.0, expires_at - self.now()) if notifier.shared else min(poll, max(0.0, expires_at - self.now()))
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woken.wait(), timeout)
-        finally:
-            await notifier.unlisten(DECISIONS, wake)
+        """The review's outcome: at once if already stored, else when decided (here or in another process) or expired."""
+        return await wait_for_decision(self.store, review_id, functools.partial(self._stored_outcome, review_id), self.now, poll)
 
     async def _decide(self, token: str, state: OutcomeState, feedback: Feedback) -> ReviewOutcome:
         review = (await self.resolve(token)).review

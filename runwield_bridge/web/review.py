@@ -31,6 +31,8 @@ REFUSAL_HEADING = {
     "superseded": "Link replaced",
     "decided": "Review closed",
 }
+
+
 def add_review_routes(server: WebServer, hub: ReviewHub) -> None:
     """Mount the review pages on the shared web server (before it starts)."""
     pages = ReviewPages(hub)
@@ -48,7 +50,7 @@ class ReviewPages:
         try:
             current = await self.hub.resolve(request.match_info["token"])
         except ReviewRefused as refused:
-            return _refusal(refused)
+            return refusal(refused)
         return _review_page(current)
 
     async def decide(self, request: web.Request) -> web.Response:
@@ -56,7 +58,7 @@ class ReviewPages:
         try:
             current = await self.hub.resolve(token)
         except ReviewRefused as refused:
-            return _refusal(refused)
+            return refusal(refused)
         try:
             form = await request.post()
         except (ValueError, LookupError, HttpProcessingError):  # not UTF-8, an unknown charset, a broken multipart body
@@ -74,7 +76,7 @@ class ReviewPages:
                 return _notice("Feedback sent", current, "goes back to the Agent with your feedback. You can close this page.")
             return _problem(current, "Choose Send feedback or Approve. Nothing was changed.", form)
         except ReviewRefused as refused:
-            return _refusal(refused)
+            return refusal(refused)
         except ValueError as exc:
             return _problem(current, f"{exc} Nothing was changed.", form)
 
@@ -105,7 +107,7 @@ def _review_page(current: OpenReview, error: str = "", typed: Mapping[str, Any] 
         {"line": b.line, "html": Markup(block_html(b)), "comment": str(typed.get(f"line-{b.line}", ""))}
         for b in parse_blocks(current.text)
     ]
-    return _page(
+    return page(
         "review.html",
         status,
         title=f"Review: {current.plan.title}",
@@ -119,19 +121,19 @@ def _review_page(current: OpenReview, error: str = "", typed: Mapping[str, Any] 
 
 
 def _notice(title: str, current: OpenReview, rest: str) -> web.Response:
-    return _page("notice.html", 200, title=title, revision=current.review.revision, plan_title=current.plan.title, rest=rest)
+    return page("notice.html", 200, title=title, revision=current.review.revision, plan_title=current.plan.title, rest=rest)
 
 
 def _problem(current: OpenReview, message: str, typed: Mapping[str, Any]) -> web.Response:
     return _review_page(current, message, typed, status=400)
 
 
-def _refusal(refused: ReviewRefused) -> web.Response:
+def refusal(refused: ReviewRefused) -> web.Response:
     heading = REFUSAL_HEADING[refused.reason]
-    return _page("refusal.html", REFUSAL_STATUS[refused.reason], title=heading, reason=str(refused))
+    return page("refusal.html", REFUSAL_STATUS[refused.reason], title=heading, reason=str(refused))
 
 
-def _page(template: str, status: int, **context: Any) -> web.Response:
+def page(template: str, status: int, headers: Mapping[str, str] = SECURITY_HEADERS, **context: Any) -> web.Response:
     """A page from the package's templates, every value escaped unless it is Markup."""
     html = TEMPLATES.get_template(template).render(**context)
-    return web.Response(text=html, content_type="text/html", status=status, headers=SECURITY_HEADERS)
+    return web.Response(text=html, content_type="text/html", status=status, headers=headers)
