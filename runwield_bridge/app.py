@@ -23,6 +23,7 @@ from .core.plan_commands import PlanCommands
 from .core.plan_execution import ChatExecution
 from .core.plans import PlanBook
 from .core.logins import LOGIN_TOKEN_TTL
+from .core.artifact_reviews import ArtifactReviews
 from .core.reviews import ReviewHub, ReviewUnavailable
 from .core.sessions import SessionHost
 from .core.store import Store
@@ -129,11 +130,12 @@ class App:
         store = await Store.open(settings.db_url)
         plans = PlanBook(store, settings.state_dir)
         reviews = ReviewHub(store, plans)
-        review_pages = LazyReviewServer(settings.web, reviews)
+        artifacts = ArtifactReviews(store, reviews)
+        review_pages = LazyReviewServer(settings.web, reviews, artifacts)
         validation = settings.validation
         executor = Executor(store, plans, settings.state_dir, validation.commands, validation.timeout)
         execution = ChatExecution(plans, executor)
-        plugins.bind(workflow.PlanWorkflow(PlanCommands(plans, reviews, execution)), workflow.NAME)
+        plugins.bind(workflow.PlanWorkflow(PlanCommands(plans, reviews, execution), artifacts), workflow.NAME)
         from .runtimes.acp import AcpRuntime  # the ACP SDK, loaded only by commands that run turns
         from .runtimes.acp_agents import ExternalAgents
 

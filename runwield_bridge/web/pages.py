@@ -6,6 +6,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from ..config import ConfigError, WebConfig
+from ..core.artifact_reviews import ArtifactReviews
 from ..core.reviews import ReviewHub, ReviewUnavailable
 
 if TYPE_CHECKING:
@@ -13,11 +14,12 @@ if TYPE_CHECKING:
 
 
 class LazyReviewServer:
-    """Review pages on the ``[web] listen`` server, started by the first review."""
+    """Review pages (Plan and Artifact Reviews) on the ``[web] listen`` server, started by the first review."""
 
-    def __init__(self, config: WebConfig, hub: ReviewHub) -> None:
+    def __init__(self, config: WebConfig, hub: ReviewHub, artifacts: ArtifactReviews) -> None:
         self.config = config
         self.hub = hub
+        self.artifacts = artifacts
         self._server: WebServer | None = None
         self._running = False
         self._starting = asyncio.Lock()
@@ -27,11 +29,13 @@ class LazyReviewServer:
     def server(self) -> WebServer:
         """The web server with the review routes (other routes, such as webhooks, may be added before it starts)."""
         if self._server is None:
+            from .artifact_review import add_artifact_routes
             from .review import add_review_routes
             from .server import WebServer
 
             self._server = WebServer(self.config)
             add_review_routes(self._server, self.hub)
+            add_artifact_routes(self._server, self.artifacts)
         return self._server
 
     async def base_url(self) -> str:
