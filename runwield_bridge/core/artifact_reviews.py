@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .events import ArtifactLink
+from .events import ArtifactLink, MessageChunk
 from .models import ToolSpec
 from .project_paths import OutsideProject, confined, relative
 from .records import ArtifactReviewRecord
@@ -147,10 +147,12 @@ def artifact_review_tool(reviews: ArtifactReviews) -> Tool:
             raise ToolError(f"{exc}; no review was opened") from None
         await ctx.show(link)
         try:
-            return (await reviews.wait(link.review_id)).for_agent()
+            said = (await reviews.wait(link.review_id)).for_agent()
         except asyncio.CancelledError:
             await asyncio.shield(reviews.withdraw(link.review_id))
             raise
+        await ctx.show(MessageChunk(f"📝 {said}", uuid.uuid4().hex, aside=True))  # the answer, as a message of its own
+        return said
 
     spec = ToolSpec(
         "request_artifact_review",
