@@ -128,3 +128,20 @@ async def test_an_external_agent_asks_for_an_artifact_review_through_the_mcp_bus
         assert (await fetch(http, "POST", url, action="answer", feedback="Add a second item."))[0] == 200
         assert (await asyncio.wait_for(turn, PATIENCE))["result"] == {"stopReason": "end_turn"}
         assert text_since(client, start, sid).endswith("review: The reviewer answered about notes.md:\nAdd a second item.")
+
+
+async def test_a_cancelled_turn_withdraws_its_review_and_the_transcript_keeps_no_link(tmp_path: Path) -> None:
+    (tmp_path / "report.md").write_text("# Report\n")
+    async with wld_session(tmp_path, config=CONFIG) as (client, sid), aiohttp.ClientSession() as http:
+        turn, link, _ = await review_requested(client, sid, "review the file report.md")
+        url = link["_meta"]["runwield"]["artifactReview"]["url"]
+        await client.notify("session/cancel", {"sessionId": sid})
+        assert (await asyncio.wait_for(turn, PATIENCE))["result"] == {"stopReason": "cancelled"}
+        status, html, _ = await fetch(http, "GET", url)
+        assert status == 410 and "stopped waiting" in html, "the page says nobody waits for the answer"
+        assert (await fetch(http, "POST", url, action="answer", feedback="late"))[0] == 410
+
+        start = len(client.messages)
+        await client.call("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
+        replayed = text_since(client, start, sid)
+        assert "Review report.md in your browser: (the link was sent" in replayed and "/artifact/" not in replayed
