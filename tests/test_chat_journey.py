@@ -19,7 +19,7 @@ from tests.bridge_kit import OWNER, bridge_world, telegram_section
 from tests.fakes.discord_api import DiscordFake
 from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import TelegramFake
-from tests.platform_kit import discord_world, slack_world
+from tests.platform_kit import PLATFORM_WORLDS, discord_world, slack_world
 from tests.wld_process import WldProcess, free_port
 from tests.wld_process import write_config as write_wld_config
 from tests.plan_kit import git, make_project
@@ -157,37 +157,67 @@ async def test_a_review_decided_in_the_browser_reaches_the_chat_as_new_messages(
         assert revised["message_id"] >= feedback["message_id"]
 
 
-async def test_approval_execution_validation_and_publication_each_arrive_below_the_last_question(tmp_path: Path) -> None:
-    async with journey(tmp_path, ["grep -q hello README.md"]) as (me, project):
-        url, link_id = await plan_under_review(me)
-        link = me.fake.messages[(OWNER, link_id)]
-        [button] = [b for row in link["reply_markup"]["inline_keyboard"] for b in row]
-        assert button["url"] == url, "the review link is a URL button"
+def button(world: Any, buttons: list[dict[str, Any]], label: str) -> dict[str, Any]:
+    [found] = [b for b in buttons if world.label(b) == label]
+    return found
+
+
+async def typed(world: Any, thread: Any, prompt: str, answer: str) -> dict[str, Any]:
+    """Answer the question showing ``prompt`` by typing ``answer`` (a chat menu's number, or a choice's label)."""
+    question = await world.reply_containing(thread, prompt, timeout=PATIENCE, final=True)
+    await world.say(thread, answer)
+    return question
+
+
+def index_of(texts: list[str], text: str) -> int:
+    """Where the last message showing ``text`` is in the conversation (messages oldest first)."""
+    return max(i for i, said in enumerate(texts) if text in said)
+
+
+@pytest.mark.parametrize("platform", ["telegram", "discord", "slack"])
+async def test_approval_execution_validation_and_publication_each_arrive_below_the_last_question(platform: str, tmp_path: Path) -> None:
+    project = make_project(tmp_path / "proj")
+    settings = {"validation": {"commands": ["grep -q hello README.md"]}}
+    async with PLATFORM_WORLDS[platform](section={"cwd": str(project)}, **settings) as world:
+        thread = await world.mention(REQUEST)
+        plan, steps = await world.buttons(thread, f"📋 Plan “{TITLE}” (revision 1)", timeout=PATIENCE)
+        assert [world.label(b) for b in steps] == ["Review", "Execute"], "a new Plan comes with its next steps"
+        await world.reply_containing(thread, "Saved Plan", final=True)
+        await world.click(plan, steps[0])
+        link, buttons = await world.buttons(thread, "in your browser", timeout=PATIENCE)
+        url = LINK.search(world.current(link)).group(1)
+        assert [(world.label(b), b.get("url")) for b in buttons] == [("Review the Plan", url)], "the review link is a URL button"
 
         await decide(url, "approve", general="Keep it short.")
-        approval = await me.sees("The review approved revision 1", after=link_id)
-        assert "Keep it short." in approval["text"], "the reviewer's notes reach the chat"
-        question = await me.answers(f"Execute “{TITLE}” now?", "Execute", after=approval["message_id"])
-        mode = await me.answers("be executed?", "All at once", after=question["message_id"])
+        question, choices = await world.buttons(thread, f"Execute “{TITLE}” now?", timeout=PATIENCE)
+        approval = await world.reply_containing(thread, "The review approved revision 1", final=True)
+        assert "Keep it short." in world.current(approval), "the reviewer's notes reach the chat"
+        await world.click(question, button(world, choices, "Execute"))
+        mode, modes = await world.buttons(thread, "be executed?", timeout=PATIENCE)
+        await world.click(mode, button(world, modes, "All at once"))
 
-        delivery = await me.sees("What now?", after=mode["message_id"])
-        assert f"Publish commits the validated work to branch {BRANCH}" in delivery["text"] and "main, is not changed" in delivery["text"]
-        progress = "\n".join(me.text(i) for i in range(mode["message_id"] + 1, delivery["message_id"]))
+        delivery, offered = await world.buttons(thread, "What now?", timeout=PATIENCE)
+        asked = world.current(delivery)
+        assert f"Publish commits the validated work to branch {BRANCH}" in asked and "main, is not changed" in asked
+        said = world.texts(thread)
+        assert index_of(said, "The review approved") < index_of(said, f"Execute “{TITLE}” now?") < index_of(said, "be executed?") < index_of(said, "What now?")
+        progress = "\n".join(said[index_of(said, "be executed?") + 1 : index_of(said, "What now?")])
         assert f"Creating the worktree and branch {BRANCH}" in progress, "execution progress is shown"
         assert "write_file README.md" in progress
         assert "✅ Validation passed: 1 of 1 commands passed" in progress, "the validation outcome comes before the question, a pass as ✅"
 
-        await me.answers("What now?", "Publish", after=mode["message_id"])
-        published = await me.sees(f"Published branch {BRANCH} at commit", after=delivery["message_id"])
-        assert published["message_id"] > delivery["message_id"], "the commit is reported below the question"
+        await world.click(delivery, button(world, offered, "Publish"))
+        published = await world.reply_containing(thread, f"Published branch {BRANCH} at commit", timeout=PATIENCE, final=True)
+        assert index_of(world.texts(thread), "Published branch") > index_of(world.texts(thread), "What now?"), "the commit is reported below"
         assert git(project, "show", f"{BRANCH}:README.md") == "hello"
+        assert git(project, "rev-parse", BRANCH)[:12] in world.current(published)
 
-        await me.says("/load-plan")
-        listing = await me.answers("Choose a Plan", "1", after=published["message_id"])
-        assert f"{TITLE} (published, just now)" in listing["text"]
-        menu = await me.answers("what next?", "View plan details", after=listing["message_id"])
-        details = await me.sees("Published on branch", after=menu["message_id"])
-        assert f"Published on branch {BRANCH} at commit {git(project, 'rev-parse', BRANCH)[:12]}." in details["text"]
+        await world.say(thread, "/load-plan")
+        listing = await typed(world, thread, "Reply with a number", "1")
+        assert f"1. {TITLE} (published, just now)" in world.current(listing)
+        await typed(world, thread, "what next?", "View plan details")
+        details = await world.reply_containing(thread, "Published on branch", timeout=PATIENCE, final=True)
+        assert f"Published on branch {BRANCH} at commit {git(project, 'rev-parse', BRANCH)[:12]}." in world.current(details)
 
 
 async def test_what_follows_an_answered_question_is_a_new_message_below_it(tmp_path: Path) -> None:
