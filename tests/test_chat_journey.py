@@ -168,6 +168,19 @@ async def test_a_review_decided_in_the_browser_reaches_the_chat_as_new_messages(
         assert revised["message_id"] >= feedback["message_id"]
 
 
+async def review_link_in_chat(world: Any) -> tuple[Any, dict[str, Any], list[dict[str, Any]], str]:
+    """Ask for a Plan and press its Review button: the thread, the Plan's message and its step buttons, and the link."""
+    thread = await world.mention(REQUEST)
+    plan, steps = await world.buttons(thread, f"📋 Plan “{TITLE}” (revision 1)", timeout=PATIENCE)
+    assert [world.label(b) for b in steps] == ["Review", "Execute"], "a new Plan comes with its next steps"
+    await world.reply_containing(thread, "Saved Plan", final=True)
+    await world.click(plan, steps[0])
+    link, buttons = await world.buttons(thread, "in your browser", timeout=PATIENCE)
+    url = LINK.search(world.current(link)).group(1)
+    assert [(world.label(b), b.get("url")) for b in buttons] == [("Review the Plan", url)], "the review link is a URL button"
+    return thread, plan, steps, url
+
+
 def button(world: Any, buttons: list[dict[str, Any]], label: str) -> dict[str, Any]:
     [found] = [b for b in buttons if world.label(b) == label]
     return found
@@ -190,14 +203,7 @@ async def test_approval_execution_validation_and_publication_each_arrive_below_t
     project = make_project(tmp_path / "proj")
     settings = {"validation": {"commands": ["grep -q hello README.md"]}}
     async with PLATFORM_WORLDS[platform](section={"cwd": str(project)}, **settings) as world:
-        thread = await world.mention(REQUEST)
-        plan, steps = await world.buttons(thread, f"📋 Plan “{TITLE}” (revision 1)", timeout=PATIENCE)
-        assert [world.label(b) for b in steps] == ["Review", "Execute"], "a new Plan comes with its next steps"
-        await world.reply_containing(thread, "Saved Plan", final=True)
-        await world.click(plan, steps[0])
-        link, buttons = await world.buttons(thread, "in your browser", timeout=PATIENCE)
-        url = LINK.search(world.current(link)).group(1)
-        assert [(world.label(b), b.get("url")) for b in buttons] == [("Review the Plan", url)], "the review link is a URL button"
+        thread, _, _, url = await review_link_in_chat(world)
 
         await decide(url, "approve", general="Keep it short.")
         question, choices = await world.buttons(thread, f"Execute “{TITLE}” now?", timeout=PATIENCE)
@@ -297,14 +303,7 @@ async def test_the_whole_journey_through_wld_bridge_including_a_sigkill_and_a_re
             },
         )
         async with wld_bridge(platform, config, fake, port) as (bridge, world):
-            thread = await world.mention(REQUEST)
-            plan, steps = await world.buttons(thread, f"📋 Plan “{TITLE}” (revision 1)", timeout=PATIENCE)
-            assert [world.label(b) for b in steps] == ["Review", "Execute"], "a new Plan comes with its next steps"
-            await world.reply_containing(thread, "Saved Plan", final=True)
-            await world.click(plan, steps[0])
-            link, buttons = await world.buttons(thread, "in your browser", timeout=PATIENCE)
-            url = LINK.search(world.current(link)).group(1)
-            assert [b.get("url") for b in buttons] == [url], "the review link is a URL button"
+            thread, plan, steps, url = await review_link_in_chat(world)
             await decide(url, "feedback", general="Mention the licence.")
             await world.reply_containing(thread, f"📋 Plan “{TITLE}” (revision 2)", timeout=PATIENCE, final=True)  # after the feedback
 
