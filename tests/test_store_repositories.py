@@ -70,6 +70,7 @@ def test_each_table_has_a_record_with_the_same_fields() -> None:
         "plan_revisions": records.PlanRevisionRecord,
         "plan_sessions": records.PlanSessionLink,
         "reviews": records.ReviewRecord,
+        "artifact_reviews": records.ArtifactReviewRecord,
         "executions": records.ExecutionRecord,
         "execution_steps": records.ExecutionStep,
     }
