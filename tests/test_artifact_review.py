@@ -13,6 +13,7 @@ import aiohttp
 from acp_session import FORMS_INIT, say, since, text_since, wld_session
 from acp_wire import WireClient
 from test_runtime_acp import mcp_config
+from test_secrets import stored_bytes
 from waiting import PATIENCE
 
 CONFIG = '[web]\nlisten = "127.0.0.1:0"\n'
@@ -145,3 +146,17 @@ async def test_a_cancelled_turn_withdraws_its_review_and_the_transcript_keeps_no
         await client.call("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
         replayed = text_since(client, start, sid)
         assert "Review report.md in your browser: (the link was sent" in replayed and "/artifact/" not in replayed
+
+
+async def test_an_artifact_review_token_is_in_no_stored_byte_and_no_debug_log(tmp_path: Path, wld_home: Path) -> None:
+    (tmp_path / "report.md").write_text("# Report\n")
+    config = 'log_level = "DEBUG"\n\n' + CONFIG
+    async with wld_session(tmp_path, config=config) as (client, sid), aiohttp.ClientSession() as http:
+        turn, link, _ = await review_requested(client, sid, "review the file report.md")
+        url = link["_meta"]["runwield"]["artifactReview"]["url"]
+        assert (await fetch(http, "POST", url, action="answer", feedback="fine"))[0] == 200
+        await asyncio.wait_for(turn, PATIENCE)
+        stored, logged = stored_bytes(wld_home), client.stderr
+    token = url.rsplit("/", 1)[1]
+    assert "DEBUG" in logged and token not in logged, "no log line shows the token"
+    assert token not in stored, "the database keeps only its hash"
