@@ -37,6 +37,13 @@ def asking_agent(tmp_path: Path) -> dict[str, Any]:
     }
 
 
+NOT_OFFERED = (
+    "client methods: terminal/create=-32601 terminal/output=-32601 terminal/wait_for_exit=-32601 terminal/kill=-32601 "
+    "terminal/release=-32601 fs/read_text_file=-32601 fs/write_text_file=-32601"
+)
+"""What the SDK test agent says after calling each client method we do not advertise: method-not-found for each."""
+
+
 def agent_calls(tmp_path: Path, method: str | None = None) -> list[dict[str, Any]]:
     """What the SDK test agent was asked, oldest first."""
     path = tmp_path / "agent.log"

@@ -26,9 +26,14 @@ async def probe(client: WireClient) -> None:
     assert (await client.call("initialize", INIT))["protocolVersion"] == 1
 
 
+def null_id_errors(client: WireClient, start: int) -> list[tuple[int, str]]:
+    """Code and message of the error answers with id null received since message ``start``."""
+    return [(m["error"]["code"], m["error"]["message"]) for m in client.messages[start:] if "error" in m and m.get("id", 0) is None]
+
+
 def errors_with_null_id(client: WireClient, start: int) -> list[int]:
     """Codes of the error answers with id null received since message ``start``."""
-    return [m["error"]["code"] for m in client.messages[start:] if "error" in m and m.get("id", 0) is None]
+    return [code for code, _ in null_id_errors(client, start)]
 
 
 @pytest.fixture
@@ -70,6 +75,41 @@ async def test_nan_and_infinite_numbers_are_no_json(wire) -> None:
         await client.wait_message(lambda _: errors_with_null_id(client, start) == [-32700])
         await probe(client)
     assert not any(m.get("id") == "nan" for m in client.messages)
+
+
+async def test_invalid_utf8_is_a_parse_error_even_where_json_would_take_it_as_a_surrogate(wire) -> None:
+    client, _ = wire
+    surrogate = "\ud800".encode("utf-8", "surrogatepass")  # UTF-8 has no encoding of a lone surrogate
+    for line in (
+        b'{"jsonrpc": "2.0", "id": "u", "method": "initialize' + surrogate + b'", "params": {}}',
+        b'{"jsonrpc": "2.0", "id": "u", "method": "initialize", "params": {"protocolVersion": 1, "x": "' + surrogate + b'"}}',
+        b'{"jsonrpc": "2.0", "id": "u", "method": "initialize\xff"}',
+    ):
+        start = len(client.messages)
+        await client.send_raw(line + b"\n")
+        await client.wait_message(lambda _: [m for m in client.messages[start:] if "error" in m])
+        [(code, message)] = null_id_errors(client, start)
+        assert code == -32700 and "UTF-8" in message, message
+        await probe(client)
+    assert not any(m.get("id") == "u" for m in client.messages), "a frame that could not be read gets no answer by its id"
+
+
+async def test_an_invalid_request_is_told_what_is_wrong_with_it(wire) -> None:
+    client, _ = wire
+    carries = client.expect_response("both", "initialize")
+    await client.send_raw(b'{"jsonrpc": "2.0", "id": "both", "method": "initialize", "params": {}, "result": {}}\n')
+    assert "must not carry" in (await asyncio.wait_for(carries, 30))["error"]["message"]
+    for line, says in (
+        (b'{"jsonrpc": "2.0", "id": 5, "result": {}, "error": {"code": 1, "message": "x"}}', "not both"),
+        (b'{"jsonrpc": "2.0", "id": 5}', 'must have "method"'),
+        (b'{"jsonrpc": "2.0", "result": {}}', '"id"'),
+    ):
+        start = len(client.messages)
+        await client.send_raw(line + b"\n")
+        await client.wait_message(lambda _: len(null_id_errors(client, start)) == 1)
+        [(code, message)] = null_id_errors(client, start)
+        assert code == -32600 and says in message, message
+    await probe(client)
 
 
 SCHEMA_BREAKERS = [

@@ -21,7 +21,7 @@ from acp.client.router import build_client_router
 from acp.connection import Connection
 from pydantic import ValidationError
 
-from runwield_bridge.acp.sdk_gaps import CANCEL_REQUEST, ElicitationRoute, RequestIdNoting, memory_pair, request_withdrawn_on_cancel
+from runwield_bridge.acp.sdk_gaps import CANCEL_REQUEST, ClientRoute, RequestIdNoting, memory_pair, request_withdrawn_on_cancel
 from waiting import PATIENCE
 
 SDK_GAPS = "runwield_bridge/acp/sdk_gaps.py"
@@ -117,6 +117,12 @@ async def test_gap_6_the_sdks_client_router_bounces_odd_elicitations_and_knows_n
     assert err.value.code == -32601, f"the SDK routes $/cancel_request now (gap 6 of {SDK_GAPS})"
 
 
+async def test_gap_7_the_sdks_client_router_answers_terminal_methods_a_client_lacks_as_if_done() -> None:
+    router = build_client_router(object(), use_unstable_protocol=True)  # type: ignore[arg-type]
+    answer = await router("terminal/create", {"sessionId": "s", "command": "echo"}, False)
+    assert answer is None, f"the SDK answers a missing terminal/create otherwise now (gap 7 of {SDK_GAPS})"
+
+
 async def test_the_elicitation_route_answers_raw_requests_and_withdrawals() -> None:
     """What gap 6 needs: an odd request reaches our handler as it is; a withdrawn one is answered ``cancel``."""
     agent_end, client_end = memory_pair()
@@ -128,7 +134,7 @@ async def test_the_elicitation_route_answers_raw_requests_and_withdrawals() -> N
             await asyncio.Event().wait()
         return {"action": "decline", "_meta": {"saw": params["requestedSchema"]["properties"]}}
 
-    route = ElicitationRoute(client_end, elicit)
+    route = ClientRoute(client_end, elicit)
     receiving = asyncio.create_task(route.receive())
     try:
         odd = {"mode": "form", "message": "?", "requestedSchema": {"type": "object", "properties": 1}}

@@ -62,6 +62,27 @@ async def wait_for_reply(client: WireClient, session_id: str) -> None:
 # initialize
 
 
+async def test_nothing_but_initialize_is_served_before_initialize(tmp_path: Path) -> None:
+    cwd = {"cwd": str(tmp_path), "mcpServers": []}
+    early = [
+        ("session/new", cwd),
+        ("session/list", {}),
+        ("session/load", {**cwd, "sessionId": "ses_x"}),
+        ("session/prompt", text_prompt("ses_x", "hello")),
+        ("authenticate", {"methodId": "agent-login"}),
+        ("_session/steering", text_prompt("ses_x", "hello")),
+    ]
+    async with WireClient.spawn([WLD, "acp"], cwd=tmp_path) as client:
+        await client.notify("session/cancel", {"sessionId": "ses_x"})
+        for method, params in early:
+            answer = await client.request(method, params)
+            assert answer["error"]["code"] == -32600 and "call initialize first" in answer["error"]["message"], (method, answer)
+        await client.call("initialize", INIT)
+        assert (await client.call("session/list", {}))["sessions"] == [], "nothing was created before initialize"
+        session = await client.call("session/new", cwd)
+        assert (await client.call("session/prompt", text_prompt(session["sessionId"], "hello")))["stopReason"] == "end_turn"
+
+
 @pytest.mark.parametrize("asked", [1, 2, 99, 0])
 async def test_initialize_answers_the_version_we_support_never_an_echo(tmp_path: Path, asked: int) -> None:
     async with WireClient.spawn([WLD, "acp"], cwd=tmp_path) as client:
@@ -370,6 +391,7 @@ async def test_malformed_input_gets_json_rpc_errors_and_the_server_keeps_serving
         invalid = await client.wait_message(lambda m: m.get("error", {}).get("code") == -32600)
         assert invalid["id"] is None
         assert (await client.request("no/such_method", {}))["error"]["code"] == -32601
+        await client.call("initialize", INIT)
         assert (await client.request("session/new", {"cwd": 42}))["error"]["code"] == -32602
         assert (await client.request("session/new", {"cwd": "relative/dir", "mcpServers": []}))["error"]["code"] == -32602
         missing = await client.request("session/new", {"cwd": str(tmp_path / "nowhere"), "mcpServers": []})

@@ -7,15 +7,17 @@ import asyncio
 import contextlib
 import json
 import os
+import pty
 import re
 import signal
 import sys
+import termios
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from tests.bridge_kit import agent_calls, asking_agent
+from tests.bridge_kit import NOT_OFFERED, agent_calls, asking_agent
 from waiting import PATIENCE
 
 WLD = str(Path(sys.executable).parent / "wld")
@@ -30,26 +32,38 @@ async def no_chat_left_running() -> AsyncIterator[None]:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(chat.proc.pid, signal.SIGKILL)
             await chat.proc.wait()
+        if chat.keyboard is not None:
+            os.close(chat.keyboard)
     Chat.started.clear()
 
 
 class Chat:
-    """A `wld chat` (or `wld bridge`) process driven through its stdin and stdout, in a process group of its own."""
+    """A `wld chat` (or `wld bridge`) process driven through its stdin and stdout, in a process group of its own.
+    Its stdin is a pipe (a script), or with ``terminal=True`` a terminal (a pty without echo) that a person types into."""
 
     started: list[Chat] = []
 
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, keyboard: int | None = None) -> None:
         self.proc = proc
+        self.keyboard = keyboard
+        """The terminal's other end, where typed lines go; None when stdin is a pipe."""
         self.output = ""
         Chat.started.append(self)
 
     @classmethod
-    async def start(cls, *args: str, cwd: Path, command: str = "chat") -> Chat:
+    async def start(cls, *args: str, cwd: Path, command: str = "chat", terminal: bool = False) -> Chat:
+        keyboard, stdin = pty.openpty() if terminal else (None, asyncio.subprocess.PIPE)
+        if terminal:
+            attributes = termios.tcgetattr(stdin)
+            attributes[3] &= ~termios.ECHO
+            termios.tcsetattr(stdin, termios.TCSANOW, attributes)
         proc = await asyncio.create_subprocess_exec(
             WLD, command, *args, cwd=cwd, start_new_session=True,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            stdin=stdin, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         )
-        return cls(proc)
+        if terminal:
+            os.close(stdin)
+        return cls(proc, keyboard)
 
     @classmethod
     async def bridge(cls, tmp_path: Path) -> Chat:
@@ -74,6 +88,9 @@ class Chat:
         return await asyncio.wait_for(self.proc.wait(), timeout)
 
     async def send(self, line: str) -> None:
+        if self.keyboard is not None:
+            os.write(self.keyboard, line.encode() + b"\n")
+            return
         self.proc.stdin.write(line.encode() + b"\n")
         await self.proc.stdin.drain()
 
@@ -124,13 +141,22 @@ async def test_chat_with_an_unknown_session_says_so(tmp_path: Path) -> None:
 
 
 async def test_a_typed_cancel_stops_the_streaming_turn(tmp_path: Path) -> None:
-    chat = await Chat.start(cwd=tmp_path)
+    chat = await Chat.start(cwd=tmp_path, terminal=True)
     await chat.send("a slow answer please")
     await chat.expect(r"You said: a slow")
     await chat.send("/cancel")
     await chat.expect(r"\[cancelled\]\nyou> ")
     assert " 15" not in chat.output, "the turn stopped before it finished streaming"
     assert await chat.finish() == 0
+
+
+async def test_piped_lines_run_in_order_each_after_the_turn_before_it_and_quit_then_leaves(tmp_path: Path) -> None:
+    chat = await Chat.start(cwd=tmp_path)
+    chat.proc.stdin.write(b"hello\nlist files\n/quit\nnever sent\n")
+    chat.proc.stdin.close()
+    assert await chat.exit_code() == 0, chat.output
+    assert re.search(r"You said: hello.*list_files.*The tool returned", chat.output, re.DOTALL), chat.output
+    assert "[cancelled]" not in chat.output and "never sent" not in chat.output, chat.output
 
 
 async def test_ctrl_c_at_the_prompt_after_a_turn_leaves_cleanly(tmp_path: Path) -> None:
@@ -153,6 +179,13 @@ async def test_ctrl_c_cancels_an_external_agents_turn_and_leaves_the_agent_runni
     await chat.send("are you there")
     await chat.expect(r"echo: are you there")
     assert len(agent_calls(tmp_path, "initialize")) == 1, "the same agent process answered"
+    assert await chat.finish() == 0, chat.output
+
+
+async def test_a_bridge_agent_calling_client_methods_we_do_not_advertise_gets_method_not_found(tmp_path: Path) -> None:
+    chat = await Chat.bridge(tmp_path)
+    await chat.send("terminal please")
+    await chat.expect(re.escape(NOT_OFFERED))
     assert await chat.finish() == 0, chat.output
 
 

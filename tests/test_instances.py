@@ -299,3 +299,34 @@ async def test_telegram_webhooks_reaching_either_instance_are_answered_once_by_t
                 assert answered(world.telegram_says(chat), text_of("tg", chat, round_)) == 1, (chat, round_)
         owners = {await world.owner(f"telegram:{c}") for c in TELEGRAM_CHATS[:10]}
         assert len(owners) == 2, "webhooks reach both instances, and each owns the chats it heard first"
+
+
+async def test_twenty_messages_from_four_people_at_once_to_two_instances_each_reach_the_agent_once_in_order(tmp_path: Path) -> None:
+    """The issue's count: every message is steered into the running turn or queued by its conversation's owner,
+    whichever instance received it; none dropped, none twice."""
+    async with cluster(tmp_path, "polling") as world:
+        both = [await world.start(), await world.start()]
+        people = SLACK_DMS[:4]
+        notes = {dm: [f"note {n} from {dm} end" for n in range(1, 6)] for dm in people}
+
+        async def person(i: int, dm: str) -> None:
+            for n, note in enumerate(notes[dm]):
+                await world.tell_slack(dm, note, both[(i + n) % 2])
+
+        await asyncio.gather(*(person(i, dm) for i, dm in enumerate(people)))
+
+        async def reached(dm: str) -> list[str]:
+            """The lines of what reached the agent in the conversation, once its turns have settled."""
+            rows = await world.query("SELECT acp_session_id FROM bindings WHERE conversation = $1", f"slack:{dm}")
+            if not rows or (await world.query("SELECT count(*) FROM turns WHERE session_id = $1 AND state = 'running'", rows[0][0]))[0][0]:
+                return []
+            entries = await world.query("SELECT text FROM transcript WHERE session_id = $1 AND kind = 'user' ORDER BY id", rows[0][0])
+            return [line for e in entries for line in e["text"].splitlines()]
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + PATIENCE
+        # in any order: Slack is answered before an event is handled, so two sent one after the other to two instances
+        # can reach the owner either way round
+        while (found := {dm: sorted(await reached(dm)) for dm in people}) != notes:
+            assert loop.time() < deadline, f"not every message reached the agent exactly once: {found}"
+            await asyncio.sleep(POLL)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from acp_session import FORMS_INIT, menus, say, since, text_since, wld_session
 from acp_wire import WireClient
+from tests.bridge_kit import NOT_OFFERED
 from test_acp_server import INIT, WLD
 from waiting import PATIENCE
 
@@ -108,6 +109,13 @@ async def test_a_declined_permission_from_our_agent_is_a_rejection(tmp_path: Pat
         await say(client, sid, "permission")
         assert text_since(client, start, sid) == "permission: selected reject"
         assert tool_statuses(client, start, sid) == {"call-1": "failed"}
+
+
+async def test_client_methods_we_do_not_advertise_are_method_not_found_for_the_agent(tmp_path: Path) -> None:
+    async with wld_session(tmp_path, config=asking_config(tmp_path)) as (client, sid):
+        start = len(client.messages)
+        await say(client, sid, "terminal")
+        assert text_since(client, start, sid) == NOT_OFFERED
 
 
 async def test_each_turn_sends_only_its_new_input_after_a_byte_stable_context_prefix(tmp_path: Path) -> None:

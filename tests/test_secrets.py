@@ -155,3 +155,8 @@ async def test_the_webhook_secret_telegram_channel_makes_up_is_not_logged_at_deb
         secret = call.params["secret_token"]
     assert "setWebhook" in caplog.text, "the Bot API call was logged"
     assert secret not in caplog.text
+
+
+def test_a_code_review_link_is_redacted_like_a_plan_review_link() -> None:
+    install({}, [])
+    assert redact("open https://w.example/code-review/AbCdEfGhIjKlMnOpQrStUv now") == f"open https://w.example/code-review/{REDACTED} now"

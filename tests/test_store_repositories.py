@@ -70,12 +70,14 @@ def test_each_table_has_a_record_with_the_same_fields() -> None:
         "plan_revisions": records.PlanRevisionRecord,
         "plan_sessions": records.PlanSessionLink,
         "reviews": records.ReviewRecord,
+        "code_reviews": records.CodeReviewRecord,
         "artifact_reviews": records.ArtifactReviewRecord,
         "executions": records.ExecutionRecord,
         "execution_steps": records.ExecutionStep,
+        "queued_messages": records.QueuedMessage,
     }
-    store_own = {"turns", "workspace_logins", "leases", "conversation_owners"}
-    assert set(tables) - set(mirrored) == store_own, "every table but the store's own turn marks, login hashes and leases is handed out"
+    store_own = {"turns", "workspace_logins", "leases", "conversation_owners", "queue_modes"}
+    assert set(tables) - set(mirrored) == store_own, "every table but the store's own turn marks, login hashes, leases and queue modes is handed out"
     for name, record in mirrored.items():
         assert [f.name for f in dataclasses.fields(record)] == list(tables[name].columns.keys()), name
 

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -307,7 +308,7 @@ async def test_new_and_resume_move_a_conversation_between_sessions_and_agents(tm
         await world.exchange(OWNER, OWNER, "hi asker", "echo: hi asker")
         await world.fake.wait_until(lambda: any("review" in json.dumps(v) for v in world.fake.commands.values()))
         [menu] = [v for k, v in world.fake.commands.items() if str(OWNER) in k]
-        assert [c["command"] for c in menu] == ["cancel", "new", "resume", "status", "help", "review"]
+        assert [c["command"] for c in menu] == ["cancel", "new", "resume", "status", "help", "queue", "review"]
         await world.exchange(OWNER, OWNER, "/new", "New session ses_")
         resumed = await world.exchange(OWNER, OWNER, f"/resume {first}", f"Resumed session {first}")
         assert "2 earlier messages" in resumed["text"] and "You said: on the host" in resumed["text"]
@@ -378,6 +379,7 @@ async def test_a_binding_route_sends_a_chat_to_its_agent_without_a_command(tmp_p
     [
         ({"channels": {"telegram": {"token": "t", "tokn": "x"}}}, "channels.telegram.tokn: unknown key"),
         ({"channels": {"telegram": {"token": "t", "mode": "push"}}}, "channels.telegram.mode:"),
+        ({"channels": {"telegram": {"token": "t", "queue": "later"}}}, "channels.telegram.queue: Input should be 'steer', 'collect', 'followup' or 'interrupt'"),
         ({"channels": {"telegram": {"token": "t", "agent": "ghost"}}}, "channels.telegram.agent: no agent named 'ghost'"),
         ({"channels": {"telegram": {"token": "t"}}, "bindings": [{"channel": "telegram", "chat": 1, "agnt": "x"}]}, "bindings[0].agnt: unknown key"),
         ({"channels": {"smoke-signals": {}}}, "channels.smoke-signals: no plugin provides this channel"),
@@ -386,7 +388,7 @@ async def test_a_binding_route_sends_a_chat_to_its_agent_without_a_command(tmp_p
 async def test_configuration_errors_name_the_key(config: dict, error: str) -> None:
     settings = Settings.model_validate(config)
     with pytest.raises(ConfigError, match=error.replace("[", r"\[").replace("]", r"\]")):
-        service = BridgeService(settings, load_plugins(), None, agent_endpoints(settings, None))  # type: ignore[arg-type]
+        service = BridgeService(settings, load_plugins(), SimpleNamespace(follow_ups=None), agent_endpoints(settings, None))  # type: ignore[arg-type]
         service.bridge.add_channel(service.channels[0])
 
 

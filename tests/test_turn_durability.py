@@ -54,6 +54,11 @@ def replayed_turns(replay: list[dict[str, Any]]) -> list[Turn]:
     return turns
 
 
+def reply_seen(shown: list[dict[str, Any]]) -> str:
+    """The reply text among updates the client was shown (notices left out)."""
+    return "".join(turn.reply for turn in replayed_turns([{"sessionUpdate": "user_message_chunk", "content": {"text": ""}}, *shown]))
+
+
 def full_reply(prompt: str) -> str:
     """What the scripted model says to a ``slow`` prompt, all of it (docs/scripted-model.md)."""
     return f"You said: {prompt}" + "".join(f" {n}" for n in range(1, 16))
@@ -91,7 +96,7 @@ async def test_turns_killed_at_random_points_replay_what_was_said_and_no_settled
     rng = random.Random(SEED)
     session_ids: list[str] = []
     known: list[list[Turn]] = [[] for _ in range(SESSIONS)]  # every turn a load must replay, exactly
-    killed: list[tuple[str, bool, bool]] = []  # per Session: the killed turn's prompt, whether it settled, showed anything
+    killed: list[tuple[str, bool, str | None]] = []  # per Session: the killed turn's prompt, whether it settled, the reply it showed (None: nothing)
     async with contextlib.AsyncExitStack() as processes:
         spawn = functools.partial(WireClient.spawn, [WLD, "acp"], cwd=tmp_path)
         client = await processes.enter_async_context(spawn())
@@ -121,20 +126,22 @@ async def test_turns_killed_at_random_points_replay_what_was_said_and_no_settled
             client.proc.send_signal(signal.SIGKILL)
             await client.proc.wait()
             settled = [await answered(turn) for turn in running]
-            shown = [len(updates(client, session_id)) > seen for session_id, seen in zip(session_ids, before)]
+            shown = [reply_seen(updates(client, session_id)[seen:]) if len(updates(client, session_id)) > seen else None for session_id, seen in zip(session_ids, before)]
             killed = list(zip(prompts, settled, shown))
             client = restarted
 
 
-def check_killed_turn(rest: list[Turn], prompt: str, settled: bool, shown: bool) -> list[Turn]:
+def check_killed_turn(rest: list[Turn], prompt: str, settled: bool, shown: str | None) -> list[Turn]:
     """What a load replays of a killed turn: all of it if it had settled; else nothing if it showed nothing, or the
-    prompt, a prefix of the reply and the interrupted notice (or all of it, had it settled just before the kill)."""
+    prompt, a prefix of the reply at least as long as the part shown before the kill, and the interrupted notice
+    (or all of it, had it settled just before the kill)."""
     if settled:
         assert rest == [Turn(prompt, full_reply(prompt))]
-    elif rest or shown:
+    elif rest or shown is not None:
         [turn] = rest  # a turn that showed anything was recorded before it did
         assert turn.prompt == prompt
         assert full_reply(prompt).startswith(turn.reply), "the part said before the kill, nothing else"
+        assert turn.reply.startswith(shown or ""), f"all the client was shown comes back: {shown!r}, replayed {turn.reply!r}"
         completed = turn.reply == full_reply(prompt) and not turn.notices
         assert completed or (len(turn.notices) == 1 and turn.notices[0] == f"⚠️ {INTERRUPTED}")
     return rest
@@ -214,7 +221,6 @@ async def test_a_turn_whose_process_ended_is_marked_interrupted_once_by_the_next
     ended = TurnJournal(store.sessions, record.id)  # what a killed process left behind
     await ended.begin([("user", "list files", {})])
     await ended.record(ToolProgress("call-1", "list_files .", "search", "pending", started=True))
-    await ended.flush()
 
     async def ignore(event: Event) -> None:
         pass

@@ -171,6 +171,8 @@ async def test_hostile_frames_are_answered_and_the_connection_keeps_serving(tmp_
         cookie = await log_in(http, workspace.login_url)
         headers = {"Origin": workspace.origin, "Cookie": f"wld_workspace={cookie}"}
         async with http.ws_connect(workspace.socket_url, headers=headers) as socket:
+            await socket.send_str(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}))
+            assert json.loads((await socket.receive(timeout=60)).data)["result"]["protocolVersion"] == 1
             for frame, code in HOSTILE_FRAMES:
                 await (socket.send_bytes(frame) if isinstance(frame, bytes) else socket.send_str(frame))
                 answer = json.loads((await socket.receive(timeout=60)).data)

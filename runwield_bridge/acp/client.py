@@ -1,9 +1,9 @@
 """The ACP client side of the Bridge: one SDK ``ClientSideConnection`` per agent, in-process or by command.
 
 Thin extensions over the official SDK: the capabilities the Bridge advertises, a raw route for
-``elicitation/create`` (``sdk_gaps.ElicitationRoute``: a malformed request is explained and declined
-instead of bounced), and a record of which session each outgoing request belongs to (for
-request-scoped elicitations).
+``elicitation/create`` (``sdk_gaps.ClientRoute``: a malformed request is explained and declined
+instead of bounced; the ``terminal/*`` methods, not advertised, are method-not-found), and a record
+of which session each outgoing request belongs to (for request-scoped elicitations).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from acp.schema import (
 from acp.transports import default_environment
 
 from ..config import AgentConfig
-from .sdk_gaps import ElicitationRoute, LineTransport, MessageTransport
+from .sdk_gaps import ClientRoute, LineTransport, MessageTransport
 from .transport import STREAM_LIMIT
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class AgentEndpoint(Protocol):
 
 def client_connection(client: BridgeClient, transport: MessageTransport, observers: list[Callable[[StreamEvent], None]]) -> ClientSideConnection:
     """The SDK's client connection over ``transport``, with elicitations answered from their raw params."""
-    return connect_to_agent(client, ElicitationRoute(transport, client.elicit), use_unstable_protocol=True, observers=observers)
+    return connect_to_agent(client, ClientRoute(transport, client.elicit), use_unstable_protocol=True, observers=observers)
 
 
 class CommandAgent:

@@ -19,8 +19,13 @@ Each gap, and what covers it (``tests/test_acp_sdk_gaps.py`` fails when the SDK 
    ``request_withdrawn_on_cancel``.
 6. **Client-side ``elicitation/create``**: the client router validates it with its models (a
    malformed request is bounced with -32602 instead of being explained and declined) and has no
-   route for ``$/cancel_request``: ``ElicitationRoute`` answers both before the SDK's
+   route for ``$/cancel_request``: ``ClientRoute`` answers both before the SDK's
    ``ClientSideConnection`` sees them.
+7. **Client methods a client does not implement are answered as if done**: the client router answers
+   ``terminal/create`` and ``terminal/output`` with ``result: null`` (and ``terminal/release`` and
+   ``terminal/kill`` with ``{}``) when the client has no handler, so an agent fails on a result it
+   cannot read: ``ClientRoute`` answers them -32601 (method not found), as the capability we do not
+   advertise implies.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ log = logging.getLogger(__name__)
 
 CANCEL_REQUEST = "$/cancel_request"
 ELICITATION_CREATE = CLIENT_METHODS["elicitation_create"]
+NOT_OFFERED = frozenset(method for name, method in CLIENT_METHODS.items() if name.startswith("terminal_"))
+"""Client methods the Bridge does not implement (it advertises no ``terminal`` capability), answered -32601."""
 
 
 class MessageTransport(Protocol):
@@ -249,9 +256,10 @@ async def _withdraw(conn: Connection, request_id: Any) -> None:
 Elicit = Callable[[Any], Awaitable[dict[str, Any]]]
 
 
-class ElicitationRoute:
-    """A transport that answers ``elicitation/create`` from its raw params with ``elicit``, and lets
-    ``$/cancel_request`` withdraw one (answered ``cancel``); every other message passes through."""
+class ClientRoute:
+    """A transport that answers ``elicitation/create`` from its raw params with ``elicit``, lets
+    ``$/cancel_request`` withdraw one (answered ``cancel``), and answers the methods ``NOT_OFFERED`` -32601;
+    every other message passes through."""
 
     def __init__(self, inner: MessageTransport, elicit: Elicit) -> None:
         self.inner = inner
@@ -269,6 +277,8 @@ class ElicitationRoute:
                 self._start(message["id"], message.get("params"))
             elif method == CANCEL_REQUEST and "id" not in message:
                 self._withdraw(message.get("params"))
+            elif method in NOT_OFFERED and "id" in message:
+                await self._send({"jsonrpc": "2.0", "id": message["id"], "error": RequestError.method_not_found(method).to_error_obj()})
             else:
                 return message
         return None
@@ -310,7 +320,11 @@ class ElicitationRoute:
             reply["error"] = RequestError.internal_error({"details": str(error)}).to_error_obj()
         else:
             reply["result"] = work.result()
+        await self._send(reply)
+
+    async def _send(self, reply: dict[str, Any]) -> None:
+        """Answer a request this route took; an agent already gone gets nothing."""
         try:
             await self.inner.send(reply)
         except ConnectionError as exc:
-            log.debug("elicitation answer dropped: %s", exc)
+            log.debug("answer to the agent dropped: %s", exc)

@@ -54,6 +54,7 @@ Route = tuple[str | None, type[BaseModel], str]  # the official schema's params 
 HostStarter = Callable[[], Awaitable["SessionHost"]]
 HOSTLESS_METHODS = frozenset({"initialize", "authenticate"})
 """Answered here, without the Session Host, so an IDE is not kept waiting while the store opens."""
+NOT_INITIALIZED = "Invalid request: call initialize first; this connection is not initialized"
 ROUTES: dict[str, Route] = {
     "initialize": ("InitializeRequest", InitializeRequest, "initialize"),
     "authenticate": ("AuthenticateRequest", AuthenticateRequest, "authenticate"),
@@ -91,6 +92,8 @@ class AcpAgentServer:
             self.host_ready.set_result(host)
         self.conn: Connection | None = None
         self.client_capabilities: dict[str, Any] = {}
+        self.initialized = False
+        """Whether ``initialize`` was answered on this connection: until then every other method is refused."""
         self._background: set[asyncio.Task[Any]] = set()
         self._deferred: dict[asyncio.Task[Any], list[Coroutine[Any, Any, object]]] = {}  # request -> work after its answer
         self._inflight: set[asyncio.Task[Any]] = set()
@@ -142,10 +145,12 @@ class AcpAgentServer:
         type_name, model, handler = route
         params = {} if params is None else params
         try:
+            if not self.initialized and method != "initialize":
+                raise RequestError(-32600, NOT_INITIALIZED, {"method": method})
             request = _checked_params(type_name, model, params)
         except RequestError as exc:
             if is_notification:
-                log.warning("ignored %s notification with invalid params: %s", method, exc.data)
+                log.warning("ignored %s notification: %s %s", method, exc, exc.data)
                 return None
             raise
         task = asyncio.current_task()
@@ -170,6 +175,7 @@ class AcpAgentServer:
 
     async def initialize(self, request: InitializeRequest) -> InitializeResponse:
         self.client_capabilities = request.client_capabilities.model_dump(by_alias=True, exclude_none=True) if request.client_capabilities else {}
+        self.initialized = True
         if self._host is None:
             self.after_response(self._started())
         sessions = SessionCapabilities(

@@ -24,7 +24,11 @@ def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
 
 
 def parse_json(text: str | bytes) -> Any:
-    """A JSON value from a client: finite numbers only, nested at most MAX_DEPTH deep (ParseError otherwise)."""
+    """A JSON value from a client: UTF-8, finite numbers only, nested at most MAX_DEPTH deep (ParseError otherwise)."""
+    try:
+        text = text.decode("utf-8") if isinstance(text, bytes) else text  # strictly: json.loads would let surrogates pass
+    except UnicodeDecodeError as exc:
+        raise ParseError(f"the line is not valid UTF-8 (byte {exc.start})") from None
     try:
         value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except RecursionError:
@@ -106,12 +110,16 @@ def invalid_request_reason(message: Any) -> str | None:
         if not isinstance(message["method"], str) or not _is_text(message["method"]):
             return '"method" must be a string of valid Unicode'
         if "result" in message or "error" in message:
-            return 'a request has no "result" or "error"'
+            return 'a request or notification (it has "method") must not carry "result" or "error"'
         if "params" in message and not isinstance(message["params"], (dict, list, type(None))):
             return '"params" must be an object'
         return None
-    if "id" not in message or ("result" in message) == ("error" in message):
-        return "a message must be a request, a notification or a response"
+    if "result" not in message and "error" not in message:
+        return 'a message must have "method" (a request or notification) or "result" or "error" (a response)'
+    if "result" in message and "error" in message:
+        return 'a response carries "result" or "error", not both'
+    if "id" not in message:
+        return 'a response must have the "id" of the request it answers'
     if "error" in message and not _is_error(message["error"]):
         return '"error" must be an object with an integer "code" and a string "message"'
     return None

@@ -127,7 +127,7 @@ def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> Update
 
 def plan_link_meta(link: PlanLink) -> PlanLinkMeta:
     """Presentation hints for a review link (a button, say); the text already carries the URL for plain clients."""
-    return PlanLinkMeta(url=link.url, plan_id=link.plan_id, revision=link.revision, expires_at=_iso(link.expires_at))
+    return PlanLinkMeta(url=link.url, plan_id=link.plan_id, revision=link.revision, expires_at=_iso(link.expires_at), label=link.label)
 
 
 def plan_saved_meta(saved: PlanSaved) -> PlanSavedMeta:

@@ -11,8 +11,10 @@ from typing import Any, Protocol
 from acp import PROTOCOL_VERSION
 from acp.client.connection import ClientSideConnection
 from acp.schema import Implementation, InitializeResponse, PermissionOption, RequestPermissionResponse, ToolCallProgress, ToolCallUpdate
+from pydantic import BaseModel, ValidationError
 
 from ..acp.client import CLIENT_CAPABILITIES, AgentEndpoint, SessionOfRequest
+from ..acp.extensions import STEERING, STEERING_SUPPORT_KEY, SteeringAnswer, SteeringSupport
 from ..channels.types import Unavailable
 from .supervisor import Backoff, Supervisor
 
@@ -88,6 +90,24 @@ class AgentLink:
     def takes_images(self) -> bool:
         caps = self.info.agent_capabilities if self.info else None
         return bool(caps and caps.prompt_capabilities and caps.prompt_capabilities.image)
+
+    @property
+    def steers(self) -> bool:
+        """Whether the agent takes input into a running turn: ``_meta.steering.supported`` in its ``initialize`` answer."""
+        raw = (self.info.field_meta or {}).get(STEERING_SUPPORT_KEY) if self.info else None
+        try:
+            return raw is not None and SteeringSupport.model_validate(raw).supported
+        except ValidationError:
+            return False
+
+    async def steer(self, session_id: str, blocks: list[BaseModel]) -> bool:
+        """Add input to the session's running turn (``_session/steering``); False when it needs an ordinary prompt.
+        Raises ConnectionError, or RequestError when the agent refuses it (a slash command, say)."""
+        assert self.conn is not None
+        prompt = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in blocks]
+        raw = await self.conn.ext_method(STEERING.name, {"sessionId": session_id, "prompt": prompt})
+        answer = SteeringAnswer.model_validate(raw)
+        return answer.outcome == "injected"
 
     @property
     def status(self) -> str:

@@ -1,8 +1,9 @@
 """The Bridge: conversations bound to ACP sessions on configured agents, and everything said in between.
 
 Channels hand it messages and button presses; it checks the allowlist, handles bridge commands,
-lets an open question claim the next message, and otherwise prompts the conversation's session
-over the agent's one shared ACP connection. Agent output, permission requests and questions come
+lets an open question claim the next message, steers or queues a message that comes while a turn
+runs (``follow_ups.py``), and otherwise prompts the conversation's session over the agent's one
+shared ACP connection. Agent output, permission requests and questions come
 back by session id and are rendered by the conversation's channel.
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 
 from acp import RequestError, image_block, text_block
 from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
+from pydantic import ValidationError
 
 from ..acp.client import AgentEndpoint
 from ..acp.extensions import ALIASES, ARTIFACT_REVIEW, NOTICE, PLAN_SAVED, TURN, PlanSavedMeta
@@ -35,9 +37,10 @@ from ..channels.contract import Channel, ReplyView
 from ..channels.streaming import SHOWN, StreamingReply
 from ..channels.types import BridgeCommand, BridgeError, ButtonPress, Conversation, IncomingMessage, MenuCommand, ModelChoice, ModelMenu, Sender
 from ..channels.unfinished import EXPIRED, Keeper, MemoryMessageLog, MessageLog, finish_left, mark_expired
-from .conversations import ConversationState, Replay
+from .conversations import ConversationState, Phase, Replay
 from .dedupe import Deliveries, MemoryUpdateLog, UpdateLog
 from .delivery import deliver
+from .follow_ups import INTERRUPTING, STEERED, FollowUpLog, FollowUpQueue, MemoryFollowUpLog, StoredQueues, cut_notice, going_next, queued_notice, sending_notice
 from .instances import Instances
 from .asking.pending import NOT_OPEN, ChatQuestions
 from .asking.forms import Unsupported
@@ -71,6 +74,7 @@ class Bridge:
         updates: UpdateLog | None = None,
         messages: MessageLog | None = None,
         instances: Instances | None = None,
+        follow_ups: FollowUpLog | None = None,
     ) -> None:
         self.links = {name: AgentLink(name, endpoint, self, start_timeout=start_timeout, backoff=backoff) for name, endpoint in agents.items()}
         self.bindings = bindings
@@ -83,11 +87,15 @@ class Bridge:
         self.instances = instances
         """This instance among several on one PostgreSQL database (None where it runs alone)."""
         self.instance_id = instances.id if instances else None
+        self.follow_ups = follow_ups or MemoryFollowUpLog()
+        """The conversations' follow-up queues and modes, durable when it is the store."""
+        self._stored = StoredQueues(self.follow_ups)
         self.questions = ChatQuestions(self.messages, self.instance_id)
         self.offers = Offers()
         self.background = Background("bridge")
         self._states: dict[str, ConversationState] = {}
         self._turns: set[asyncio.Task[None]] = set()
+        self._closing = False
         self._by_session: dict[tuple[str, str], ConversationState] = {}
         self._early_commands: dict[tuple[str, str], tuple[MenuCommand, ...]] = {}  # came before the session was bound
         self._allowlists: dict[str, Allowlist] = {}
@@ -104,7 +112,9 @@ class Bridge:
         self._notices[channel.name] = NoticeThrottle(settings.stranger_notice_interval)
 
     async def close(self, grace: float = 5.0) -> None:
-        """Cancel running turns (waiting ``grace`` seconds for them to settle), then stop the agents."""
+        """Cancel running turns (waiting ``grace`` seconds for them to settle), then stop the agents; what is queued
+        stays stored for the next start."""
+        self._closing = True
         turns = list(self._turns)
         for state in list(self._states.values()):
             if state.running:
@@ -153,23 +163,75 @@ class Bridge:
                 elif correction := self.questions.offer_text(conversation, message.text, sender):
                     await self._say(channel, conversation, correction)
                 return None
-            if state.running:
-                await self._say(channel, conversation, "⏳ The agent is still working on your last message. Wait for it, or send /cancel.")
-                return None
+            if state.busy or state.queue:
+                return await self._follow_up(state, message)
             offer, state.offer = state.offer, ()
             if (step := numbered_choice(offer, message.text)) is not None:
                 message = replace(message, text=step)
-            try:
-                link = await self._ready_session(state)
-                blocks = await self._prompt_blocks(state, link, message)
-            except BridgeError as exc:
-                await self._say(channel, conversation, str(exc))
-                return None
-            state.prompting = True
-            turn = asyncio.create_task(self._turn(state, link, blocks), name=f"turn:{conversation.key}")
-            self._turns.add(turn)
-            turn.add_done_callback(self._turns.discard)
-            return turn
+            return await self._start_turn(state, [message])
+
+    async def _start_turn(self, state: ConversationState, messages: list[IncomingMessage]) -> asyncio.Task[None] | None:
+        """Prompt the session with the messages (one prompt); None, the chat told why, if it could not be sent."""
+        try:
+            link = await self._ready_session(state)
+            blocks = [block for message in messages for block in await self._prompt_blocks(state, link, message)]
+        except BridgeError as exc:
+            await self._say(state.channel, state.conversation, str(exc))
+            return None
+        state.move(Phase.PROMPTING)
+        turn = asyncio.create_task(self._turn(state, link, blocks), name=f"turn:{state.conversation.key}")
+        self._turns.add(turn)
+        turn.add_done_callback(self._turns.discard)
+        return turn
+
+    async def _follow_up(self, state: ConversationState, message: IncomingMessage) -> asyncio.Task[None] | None:
+        """A message while a turn runs or settles (or while older ones still wait): steered into the running turn
+        where the mode and the agent allow, else queued (stored first); the queue goes at once if nothing runs."""
+        channel, conversation, queue = state.channel, state.conversation, state.queue
+        if state.running and queue.mode == "steer" and not queue and await self._steered(state, message):  # never ahead of one waiting
+            await self._say(channel, conversation, STEERED)
+            return None
+        if refusal := await queue.put(message):
+            await self._say(channel, conversation, refusal)
+            return None
+        if not state.busy:
+            return await self._send_queued(state)
+        interrupting = queue.mode == "interrupt" and state.running
+        await self._say(channel, conversation, INTERRUPTING if interrupting else queued_notice(len(queue)))
+        if interrupting:
+            await self.cancel(state)
+        return None
+
+    async def _steered(self, state: ConversationState, message: IncomingMessage) -> bool:
+        """Whether the message went into the running turn (``_session/steering``); False: it needs a prompt of its own."""
+        link = self.links.get(state.agent or "")
+        if link is None or link.conn is None or not link.steers or state.session_id is None or message.text.strip().startswith("/"):
+            return False
+        try:
+            return await link.steer(state.session_id, await self._prompt_blocks(state, link, message))
+        except (BridgeError, RequestError, ConnectionError, ValidationError) as exc:
+            log.info("steering in %s was refused (%s); the message is queued", state.conversation.key, exc)
+            return False
+
+    async def _send_queued(self, state: ConversationState) -> asyncio.Task[None] | None:
+        """Send the queue's next batch as one turn (the conversation's lock held, no turn running)."""
+        batch = await state.queue.take()
+        if not batch:
+            return None
+        await self._say(state.channel, state.conversation, sending_notice(len(batch), len(state.queue)))
+        turn = await self._start_turn(state, [w.message for w in batch])
+        if turn is None:  # not sent, and the chat was told why
+            await state.queue.settled()
+        return turn
+
+    async def _after_turn(self, state: ConversationState) -> None:
+        """A turn settled: what it took from the queue is done with, and the next batch goes (else the conversation is idle)."""
+        await state.queue.settled()
+        async with state.lock:
+            if self._closing:
+                return
+            if state.phase is Phase.SETTLING and await self._send_queued(state) is None:
+                state.move(Phase.IDLE)
 
     def receive_press(self, channel: Channel, press: ButtonPress) -> str:
         """A press answers only a question of the conversation it came from, or takes a step offered there (sends its
@@ -211,7 +273,8 @@ class Bridge:
     def _state(self, channel: Channel, conversation: Conversation) -> ConversationState:
         state = self._states.get(conversation.key)
         if state is None:
-            state = self._states[conversation.key] = ConversationState(conversation, channel)
+            queue = FollowUpQueue(self.follow_ups, conversation.key, self._stored.mode(conversation.key) or channel.settings.queue)
+            state = self._states[conversation.key] = ConversationState(conversation, channel, queue)
         return state
 
     async def reopen(self, channel: Channel) -> None:
@@ -220,7 +283,7 @@ class Bridge:
         Sessions on other agents are reopened by their conversation's next message, as before. First, the messages an
         earlier run left unfinished are finished: a cut-off reply says it was interrupted, a question that it expired."""
         await finish_left(channel, self.messages)
-        for key in await self.bindings.bound_conversations(f"{channel.name}:", BUILTIN_AGENT):
+        for key in await self._to_reopen(channel):
             if self.instances is None or await self.instances.owner(key) == self.instances.id:  # not one another instance handles
                 await self._reopen(channel, key)
 
@@ -229,10 +292,15 @@ class Bridge:
         conversations (now this instance's) that are bound to the built-in Session Host, as at a start; reopening
         marks the turns it had running interrupted."""
         await finish_left(channel, self.messages, dead)
-        bound = set(await self.bindings.bound_conversations(f"{channel.name}:", BUILTIN_AGENT))
+        bound = set(await self._to_reopen(channel))
         for key in keys:
             if key in bound:
                 await self._reopen(channel, key)
+
+    async def _to_reopen(self, channel: Channel) -> list[str]:
+        """The channel's conversations a start reopens: those bound to the built-in Session Host, and those with a queue."""
+        bound = await self.bindings.bound_conversations(f"{channel.name}:", BUILTIN_AGENT)
+        return sorted(set(bound) | await self._stored.scan(channel.name))
 
     async def _reopen(self, channel: Channel, key: str) -> None:
         if key in self._states:  # a message got there first, and opens the session itself
@@ -244,13 +312,18 @@ class Bridge:
                 await self._ready_session(state)
             except BridgeError as exc:
                 log.info("could not reopen %s: %s", key, exc)
+                return
+            if not state.busy:  # what waited when the bridge stopped goes now
+                await self._send_queued(state)
 
     async def _restore(self, state: ConversationState) -> None:
-        """Read the conversation's stored binding, once."""
+        """Read the conversation's stored binding and queue, once; say which queued messages a stopped run cut off."""
         if not state.restored:
             if binding := await self.bindings.get_binding(state.conversation.key):
                 self._bind(state, binding.agent, binding.acp_session_id, binding.cwd)
             state.restored = True
+            if self._stored.may_hold(state.conversation) and (cut := await state.queue.load()):
+                await self._say(state.channel, state.conversation, cut_notice(cut))
 
     # -- sessions ------------------------------------------------------------
 
@@ -437,13 +510,14 @@ class Bridge:
             error = "The bridge stopped during this turn."
             raise
         finally:
-            state.prompting = False
+            state.move(Phase.SETTLING)
             self.questions.cancel(conversation)
             if state.showing is not None:  # what followed it goes into this reply before it ends
                 await asyncio.shield(state.showing)
             if state.view is view:
                 state.view = None
             await asyncio.shield(view.finish(stop_reason, error))
+            self.background.spawn(self._after_turn(state), f"queue:{conversation.key}")
 
     # -- from agents (the ACP client side) -------------------------------------
 
@@ -563,12 +637,17 @@ class Bridge:
         if command.name == "cancel":
             if not await self.cancel(state):
                 await self._say(channel, conversation, "Nothing is running.")
+            elif state.queue:
+                await self._say(channel, conversation, going_next(len(state.queue)))
             return
         if command.name == "status":
             await self._say(channel, conversation, self._status(state))
             return
         if command.name in ("help", GREETING):
             await self._say(channel, conversation, await self._help(state, greet=command.name == GREETING))
+            return
+        if command.name == "queue":
+            await self._say(channel, conversation, await state.queue.command(command.argument))
             return
         if state.running:
             await self._say(channel, conversation, f"A turn is running; send /cancel before /{command.name}.")
@@ -616,6 +695,7 @@ class Bridge:
                 f"Session: {state.session_id or 'none yet (your first message starts one)'}",
                 f"Model: {_model_name(state.model_option) or 'unknown'}",
                 f"State: {activity}",
+                f"Queue: {state.queue.mode}" + (f" ({len(state.queue)} waiting)" if state.queue else ""),
             ]
         )
 

@@ -1,13 +1,39 @@
-"""What the Bridge knows about each conversation while it runs, and the history a resumed session replays."""
+"""What the Bridge knows about each conversation while it runs: its phase (one transition table), its follow-up queue,
+and the history a resumed session replays."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from ..channels.contract import Channel, ReplyView
 from ..channels.types import Conversation, MenuCommand
+from .follow_ups import FollowUpQueue
+
+
+class Phase(Enum):
+    """Where a conversation's turns stand."""
+
+    IDLE = "idle"
+    """No turn of this bridge's runs: a message is prompted at once."""
+    PROMPTING = "prompting"
+    """A turn runs: a message is steered into it or queued (a question it asks still takes the next message)."""
+    SETTLING = "settling"
+    """The turn is over; its reply is finishing and what was queued meanwhile is about to go: a message joins the queue."""
+
+
+TRANSITIONS: dict[Phase, frozenset[Phase]] = {
+    Phase.IDLE: frozenset({Phase.PROMPTING}),
+    Phase.PROMPTING: frozenset({Phase.SETTLING}),
+    Phase.SETTLING: frozenset({Phase.IDLE, Phase.PROMPTING}),
+}
+"""The only moves a conversation makes: a turn starts from idle, or from settling (the next queued batch)."""
+
+
+class PhaseError(RuntimeError):
+    """A move the transition table does not have: a bug, never a person's doing."""
 
 
 @dataclass
@@ -48,14 +74,15 @@ class ConversationState:
 
     conversation: Conversation
     channel: Channel
+    queue: FollowUpQueue
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    phase: Phase = Phase.IDLE
     restored: bool = False
     agent: str | None = None
     session_id: str | None = None
     cwd: str | None = None
     model_option: Any = None
     """The session's model config option (a ``select``), as the agent last described it."""
-    prompting: bool = False
     view: ReplyView | None = None
     """The reply to the turn this bridge started, while it runs."""
     errors_shown: list[str] = field(default_factory=list)
@@ -77,7 +104,17 @@ class ConversationState:
     @property
     def running(self) -> bool:
         """Whether the agent is working on a prompt (the reply may still be rendering after it is done)."""
-        return self.prompting
+        return self.phase is Phase.PROMPTING
+
+    @property
+    def busy(self) -> bool:
+        """Whether a message now would overtake a turn: one runs, or the last one is settling."""
+        return self.phase is not Phase.IDLE
+
+    def move(self, to: Phase) -> None:
+        if to not in TRANSITIONS[self.phase]:
+            raise PhaseError(f"{self.conversation.key}: no move from {self.phase.value} to {to.value}")
+        self.phase = to
 
 
 def _excerpt(text: str, limit: int) -> str:

@@ -19,6 +19,7 @@ from .bridge import Bridge
 from ..channels.contract import Channel, ChannelContext, ChannelFactory
 from .dedupe import UpdateLog
 from .delivery import deliver
+from .follow_ups import FollowUpLog
 from .handed_events import message_from, press_from
 from .inbox import INTERRUPTED, ChannelInbox
 from .instances import HandoffRecord, Instances
@@ -30,7 +31,9 @@ log = logging.getLogger(__name__)
 
 
 class BridgeStore(BindingStore, UpdateLog, Protocol):
-    """Where ``wld bridge`` keeps conversation bindings and the updates it handled: the store."""
+    """Where ``wld bridge`` keeps conversation bindings, the updates it handled and its follow-up queues: the store."""
+
+    follow_ups: FollowUpLog
 
 
 NO_CHANNELS = "wld bridge: no channels configured; add a [channels.NAME] section (see docs/channels.md)"
@@ -85,6 +88,7 @@ class BridgeService:
             updates=store,
             messages=store,
             instances=instances,
+            follow_ups=store.follow_ups,
         )
         self.instances = instances
         """This instance among others on one PostgreSQL database; None where it runs alone."""

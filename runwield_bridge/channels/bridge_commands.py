@@ -1,4 +1,5 @@
-"""The commands a person types that the Bridge handles itself, before anything reaches an agent: /cancel, /new, /resume, /status, /help (and /start)."""
+"""The commands a person types that the Bridge handles itself, before anything reaches an agent: /cancel, /new, /resume,
+/status, /help (and /start), /queue."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ BRIDGE_COMMANDS: tuple[MenuCommand, ...] = (
     MenuCommand("resume", "Continue an existing session here: /resume SESSION_ID"),
     MenuCommand("status", "Agent, session, model and state of this conversation"),
     MenuCommand("help", "What this bot can do, and every command here"),
+    MenuCommand("queue", "Messages sent while the agent works: /queue steer|collect|followup|interrupt, /queue clear"),
 )
 """The commands the Bridge itself handles, for channels that offer them in a platform menu."""
 GREETING = "start"

@@ -10,6 +10,8 @@ from ..config import ConfigError, Strict, describe_errors
 from .allowlist import Allowlist
 
 Id = int | str
+QueueMode = Literal["steer", "collect", "followup", "interrupt"]
+"""What happens to a message sent while the conversation's turn runs (``bridge/follow_ups.py``)."""
 
 
 class ChannelSettings(Strict):
@@ -24,6 +26,7 @@ class ChannelSettings(Strict):
     permission_timeout: float = Field(900.0, gt=0)
     edit_interval: float = Field(1.0, ge=0)
     stranger_notice_interval: float = Field(3600.0, ge=0)
+    queue: QueueMode = "steer"
 
     @field_validator("allowed_users", "allowed_chats")
     @classmethod

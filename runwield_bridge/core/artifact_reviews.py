@@ -61,9 +61,7 @@ class ArtifactReviews:
         target = confined(root, path)
         if not target.is_file():
             raise ValueError(f"{path!r} is not a file in the project")
-        if self.reviews.link_base is None:
-            raise ReviewUnavailable("no review pages are served by this process")
-        base = await self.reviews.link_base()  # first, so a page that cannot be served opens no review
+        base = await self.reviews.page_base()  # first, so a page that cannot be served opens no review
         token = secrets.token_urlsafe(TOKEN_BYTES)
         shown = relative(root, target)
         review = ArtifactReviewRecord(
@@ -100,7 +98,7 @@ class ArtifactReviews:
 
     async def wait(self, review_id: str, poll: float = WAIT_POLL_SECONDS) -> ArtifactAnswer:
         """The review's answer, once there is one (or it expired)."""
-        return await wait_for_decision(self.store, review_id, functools.partial(self._stored, review_id), self.reviews.now, poll)
+        return await wait_for_decision(self.store.notifier, review_id, functools.partial(self._stored, review_id), self.reviews.now, poll)
 
     async def withdraw(self, review_id: str) -> None:
         """Nobody waits for the review any more (its turn was cancelled): its page says so and takes no answer."""

@@ -87,8 +87,9 @@ class QuestionAsked:
 
 @dataclass(frozen=True, slots=True)
 class PlanLink:
-    """A Plan review link: ``text`` says it in plain words (with the URL), for the live client only; ``kept`` is what
-    may be stored or logged instead (the same words, the link replaced by how to get a new one); the rest are hints."""
+    """A review link (of a Plan, or of an execution's code): ``text`` says it in plain words (with the URL), for the
+    live client only; ``kept`` is what may be stored or logged instead (the same words, the link replaced by how to
+    get a new one); the rest are hints (``label``: a button's)."""
 
     text: str
     kept: str
@@ -97,6 +98,7 @@ class PlanLink:
     revision: int
     expires_at: float
     message_id: str | None = None
+    label: str = "Review the Plan"
 
 
 @dataclass(frozen=True, slots=True)

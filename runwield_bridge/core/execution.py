@@ -14,7 +14,7 @@ from .events import Event, Notice, ToolProgress
 from .git import GitError, git, identity_env, remove_stale_locks, snapshot_tree
 from .locks import Lock
 from .plans import PlanBook
-from .records import ExecutionRecord, ExecutionStep
+from .records import ExecutionRecord, ExecutionStep, PlanRecord
 from .validation import CommandResult, ValidationReport, run_command, tail
 
 if TYPE_CHECKING:
@@ -97,6 +97,11 @@ class Interruption:
 
 def is_pair(record: ExecutionRecord) -> bool:
     return json.loads(record.outcome).get("mode") == PAIR
+
+
+def commit_message(plan: PlanRecord, record: ExecutionRecord, summary: str) -> str:
+    """The message Publish commits the validated work with."""
+    return f"{plan.title}\n\nRunWield Plan {plan.id}, revision {record.revision}.\n{summary}\n"
 
 
 def step_label(step: ExecutionStep) -> str:
@@ -347,7 +352,7 @@ class Executor:
         outcome = json.loads(record.outcome)
         tree, summary, worktree = outcome["tree"], outcome["validation"], Path(record.worktree)
         plan = await self.plans.get(record.plan_id)
-        message = f"{plan.title}\n\nRunWield Plan {plan.id}, revision {record.revision}.\n{summary}\n"
+        message = commit_message(plan, record, summary)
 
         async def commit() -> StepOutput:
             head = await git(worktree, "rev-parse", f"refs/heads/{record.branch}")

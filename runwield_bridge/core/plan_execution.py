@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .builtin_commands import choose
+from .code_review_chat import CodeReviewChat, changes_prompt
 from .commands import Command, CommandContext
 from .execution import AWAITING_CHOICE, ExecutionError, Executor, Work, is_pair
 from .interactions import Choice
@@ -80,6 +81,7 @@ class ChatExecution:
 
     plans: PlanBook
     executor: Executor
+    code_reviews: CodeReviewChat = CodeReviewChat(None)
 
     async def execute(self, ctx: CommandContext, plan: PlanRecord) -> None:
         """Start the approved Plan (all at once, or as a Pair Execution), after asking which."""
@@ -104,17 +106,21 @@ class ChatExecution:
 
     async def deliver(self, ctx: CommandContext, record: ExecutionRecord) -> None:
         """Ask what happens to an execution awaiting a choice, until it is published, held, abandoned or reopened
-        (or nobody chose: then it waits, unchanged)."""
+        (or nobody chose: then it waits, unchanged). Where Publish is offered, so is a Code Review, whose page
+        may decide instead of the chat."""
         plan = await self.plans.get(record.plan_id)
         while record.state in AWAITING_CHOICE:
             prompt = f"Execution of “{plan.title}” on branch {record.branch}: {STANDING[record.state]}. What now?"
             if "publish" in CHOICES[record.state]:
                 prompt += f"\n(Publish commits the validated work to branch {record.branch}; {BASE_UNTOUCHED}.)"
-            choice = await choose(ctx, "", prompt, [DELIVERY[c] for c in CHOICES[record.state]], "choice")
-            if choice is None:
+            delivery = await self.code_reviews.choose(ctx, plan, record, prompt, [DELIVERY[c] for c in CHOICES[record.state]])
+            if delivery is None:
                 return
             text, validation = self.plans.text(plan, record.revision), json.loads(record.outcome).get("validation", "")
-            work = self._work(ctx, lambda worktree: execution_prompt(plan, text, worktree, validation))
+            if delivery.choice == "changes":  # from the Code Review page: another round on the reviewer's notes
+                choice, work = "continue", self._work(ctx, lambda worktree: changes_prompt(plan, text, worktree, delivery.notes))
+            else:
+                choice, work = delivery.choice, self._work(ctx, lambda worktree: execution_prompt(plan, text, worktree, validation))
             try:
                 if choice == "publish":
                     await self.executor.publish(record.id, emit=ctx.emit)
@@ -124,6 +130,9 @@ class ChatExecution:
                 await ctx.say(f"{exc}.")
                 return
             if choice != "continue":
+                return
+            if record.state == "pairing" and delivery.choice == "changes":  # the reviewer's notes are the next increment
+                await self._increment(ctx, plan, record, text, delivery.notes)
                 return
         if record.state == "pairing":
             await ctx.say(PAIR_REMINDER.format(title=plan.title, branch=record.branch))

@@ -178,6 +178,22 @@ class ArtifactReviewRecord:
 
 
 @RECORD
+class CodeReviewRecord:
+    """A browser review of one round of an execution's change; the link's token is stored only as a hash."""
+
+    id: str
+    execution_id: str
+    round: int
+    session_id: str | None = None
+    token_hash: str
+    expires_at: float
+    state: str = "open"  # open | publish | changes | abandon | expired | superseded | closed
+    notes: str = ""
+    decided_at: float | None = None
+    created_at: float = field(default_factory=time.time)
+
+
+@RECORD
 class ExecutionRecord:
     """An approved Plan being carried out in a RunWield-owned worktree and branch."""
 
@@ -211,3 +227,17 @@ class ExecutionStep:
     exit_code: int | None = None
     started_at: float = field(default_factory=time.time)
     finished_at: float | None = None
+
+
+@RECORD
+class QueuedMessage:
+    """A message that came while its conversation's turn ran, kept until a turn has taken it."""
+
+    id: int | None = None
+    conversation: str
+    payload: str
+    """The message as JSON (``bridge/handed_events.py``)."""
+    size: int
+    sending: bool = False
+    """Handed to a turn that has not settled yet."""
+    queued_at: float = field(default_factory=time.time)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import hashlib
 import json
 import re
@@ -20,6 +19,9 @@ from .records import PlanRecord, ReviewRecord
 
 if TYPE_CHECKING:
     from .store import Store
+    from .store.notifier import Notifier
+
+T = TypeVar("T")
 
 REVIEW_PATH = "/review/"
 LINK_NOT_KEPT = "(the link was sent earlier and is not kept; send /plan-review to get a new one)"
@@ -34,7 +36,6 @@ TOKEN_BYTES = 32
 LinkBase = Callable[[], Awaitable[str]]
 RefusalReason = Literal["unknown", "expired", "superseded", "decided"]
 OutcomeState = Literal["approved", "changes_requested", "expired", "superseded"]
-T = TypeVar("T")
 
 
 def without_links(text: str) -> str:
@@ -139,19 +140,18 @@ def static_link_base(url: str) -> LinkBase:
 
 
 async def wait_for_decision(
-    store: Store, review_id: str, stored: Callable[[], Awaitable[tuple[T | None, float]]], now: Callable[[], float], poll: float
+    notifier: Notifier, review_id: str, stored: Callable[[], Awaitable[tuple[T | None, float]]],
+    now: Callable[[], float], poll: float = WAIT_POLL_SECONDS,
 ) -> T:
-    """What ``stored`` finds for a review once it finds something: at once if it is stored already, else when the review
-    is decided (woken by the store's notifier on ``DECISIONS``, which on SQLite stays in this process, so another
-    process's decision is looked for every ``poll`` seconds) or its time is up. ``stored`` gives the outcome, if any,
-    and when the review expires."""
+    """A review's outcome as ``stored`` reads it (with when the review expires): at once if there is one, else when
+    decided (woken by the notifier, which on SQLite stays in this process, so another process's decision is looked
+    for every ``poll`` seconds) or expired."""
     woken = asyncio.Event()
 
     def wake(payload: str | None) -> None:
         if payload in (None, review_id):  # None: notifications may have been missed
             woken.set()
 
-    notifier = store.notifier
     await notifier.listen(DECISIONS, wake)
     try:
         while True:
@@ -188,9 +188,7 @@ class ReviewHub:
     async def start(self, plan_id: str, session_id: str | None = None) -> ReviewLink:
         """Open a review of the Plan's current revision; any earlier open review of the Plan is superseded."""
         plan = await self.plans.get(plan_id)
-        if self.link_base is None:
-            raise ReviewUnavailable("no review pages are served by this process")
-        base = await self.link_base()  # first, so a page that cannot be served opens no review
+        base = await self.page_base()  # first, so a page that cannot be served opens no review
         token = secrets.token_urlsafe(TOKEN_BYTES)
         review = ReviewRecord(
             id=f"rvw_{uuid.uuid4().hex[:16]}", plan_id=plan.id, revision=plan.current_revision,
@@ -241,7 +239,13 @@ class ReviewHub:
 
     async def wait(self, review_id: str, poll: float = WAIT_POLL_SECONDS) -> ReviewOutcome:
         """The review's outcome: at once if already stored, else when decided (here or in another process) or expired."""
-        return await wait_for_decision(self.store, review_id, functools.partial(self._stored_outcome, review_id), self.now, poll)
+        return await wait_for_decision(self.store.notifier, review_id, lambda: self._stored_outcome(review_id), self.now, poll)
+
+    async def page_base(self) -> str:
+        """Where review pages are served (starting to serve them if need be); ReviewUnavailable if nowhere."""
+        if self.link_base is None:
+            raise ReviewUnavailable("no review pages are served by this process")
+        return await self.link_base()
 
     async def _decide(self, token: str, state: OutcomeState, feedback: Feedback) -> ReviewOutcome:
         review = (await self.resolve(token)).review

@@ -1,9 +1,8 @@
-"""A turn's events written to the transcript as they happen (in batches), and a transcript read back as events."""
+"""A turn's events written to the transcript before they are shown, and a transcript read back as events."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import uuid
 from collections.abc import Awaitable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -15,10 +14,7 @@ from .records import SessionRecord, TranscriptEntry
 if TYPE_CHECKING:
     from .store.sessions import Entry, SessionRepository
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
-FLUSH_INTERVAL = 0.5  # seconds an event may wait before it is written
-FLUSH_EVENTS = 16  # or this many events, whichever comes first
 TOOL_SUMMARY = 2000  # characters of a tool's output kept for replay
 INTERRUPTED = (
     "Interrupted: this turn stopped when the process ended; the rest of the reply was lost. "
@@ -32,17 +28,15 @@ def new_turn_id() -> str:
 
 
 class TurnJournal:
-    """Writes one turn to the transcript in order: its first entries when it begins, then what it shows the user,
-    in batches (every FLUSH_INTERVAL seconds or FLUSH_EVENTS events), and the rest, with the settled mark, at its end.
-    Writes run one after another in the order they were asked for, and outlive a cancelled caller."""
+    """Writes one turn to the transcript in order: its first entries when it begins, then each thing it shows the
+    user before it is shown (so a crash never loses what the client saw; SQLite's write takes microseconds on the
+    loop), and the settled mark at its end. Writes run one after another in the order they were asked for, and
+    outlive a cancelled caller."""
 
     def __init__(self, sessions: SessionRepository, session_id: str) -> None:
         self.sessions = sessions
         self.session_id = session_id
         self.turn_id = new_turn_id()
-        self._pending: list[Entry] = []
-        self._events = 0
-        self._timer: asyncio.Task[None] | None = None
         self._writing: asyncio.Future[Any] | None = None
 
     async def begin(self, entries: list[Entry], *, after: int = 0, title: str | None = None) -> tuple[SessionRecord | None, list[TranscriptEntry]]:
@@ -52,49 +46,24 @@ class TurnJournal:
         return await self._write(self.sessions.begin_turn(self.session_id, self.turn_id, rows, INTERRUPTED_ENTRY, after=after, title=title))
 
     async def record(self, event: Event) -> None:
-        """Keep what ``event`` shows the user, to be written with the next batch."""
-        entry = entry_for(event)
-        if entry is None:
-            return
-        self._add(entry)
-        self._events += 1
-        if self._events >= FLUSH_EVENTS:
-            await self.flush()
-        elif self._timer is None:
-            self._timer = asyncio.create_task(self._flush_later(), name=f"journal:{self.turn_id}")
+        """Write what ``event`` shows the user (if it is kept), before it is shown."""
+        if (entry := entry_for(event)) is not None:
+            await self._append(entry)
 
     async def write(self, kind: str, text: str = "", **data: Any) -> None:
-        """Write an entry now, after everything kept so far."""
-        self._pending.append(self._stamped((kind, text, data)))
-        await self.flush()
+        """Write an entry now, after everything written before."""
+        await self._append((kind, text, data))
 
-    async def flush(self) -> None:
-        """Write what is kept so far."""
-        if self._pending:
-            await self._write(self.sessions.append_many(self.session_id, self._take()))
+    async def _append(self, entry: Entry) -> None:
+        await self._write(self.sessions.append_many(self.session_id, [self._stamped(entry)]))
 
     async def end(self, stop_reason: str, **changes: Any) -> SessionRecord | None:
-        """Settle the turn: what is still kept, the settled mark and Session changes, in one transaction."""
-        if self._timer is not None:
-            self._timer.cancel()
-        return await self._write(self.sessions.end_turn(self.session_id, self.turn_id, stop_reason, self._take(), **changes))
-
-    def _add(self, entry: Entry) -> None:
-        """Keep an entry, joining text to the one kept just before when both are pieces of the same message."""
-        kind, text, data = self._stamped(entry)
-        last = self._pending[-1] if self._pending else None
-        if last is not None and kind in ("agent", "thought") and last[0] == kind and last[2] == data:
-            self._pending[-1] = (kind, last[1] + text, data)
-        else:
-            self._pending.append((kind, text, data))
+        """Settle the turn: the settled mark and Session changes, in one transaction."""
+        return await self._write(self.sessions.end_turn(self.session_id, self.turn_id, stop_reason, [], **changes))
 
     def _stamped(self, entry: Entry) -> Entry:
         kind, text, data = entry
         return kind, text, {**data, "turn": self.turn_id}
-
-    def _take(self) -> list[Entry]:
-        taken, self._pending, self._events = self._pending, [], 0
-        return taken
 
     async def _write(self, work: Awaitable[T]) -> T:
         """Run a store write after the writes asked for before it; a cancelled caller does not stop it."""
@@ -107,14 +76,6 @@ class TurnJournal:
 
         self._writing = asyncio.ensure_future(after_previous())
         return await asyncio.shield(self._writing)
-
-    async def _flush_later(self) -> None:
-        try:
-            await asyncio.sleep(FLUSH_INTERVAL)
-            self._timer = None
-            await self.flush()
-        except Exception:  # the turn goes on; its end writes what is still kept, or fails visibly
-            log.exception("could not save part of a turn in Session %s", self.session_id)
 
 
 def entry_for(event: Event) -> Entry | None:

@@ -135,7 +135,6 @@ class TurnExecutor:
             return live.record
 
         async def agent_turn(prompt: str, cwd: Path) -> None:
-            await journal.flush()
             history = await parts.recorder.model_history(live)
             await journal.write("user", prompt, audience="model", command=invocation.name)
             await self._run_runtime(live, history, prompt, result, cwd=cwd, in_worktree=True, voice=AGENT_SAYS)

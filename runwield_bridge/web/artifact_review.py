@@ -17,7 +17,7 @@ from ..core.project_paths import NotRegularFile, OutsideProject, confined, read_
 from ..core.records import ArtifactReviewRecord
 from ..core.reviews import ReviewRefused
 from ..markdown import PARSER
-from .review import SECURITY_HEADERS, page, refusal
+from .review import SECURITY_HEADERS, TEMPLATES, refusal_page, render_page
 from .server import WebServer
 
 IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp"}
@@ -48,7 +48,7 @@ class ArtifactPages:
         try:
             review = await self.reviews.resolve(token)
         except ReviewRefused as refused:
-            return refusal(refused)
+            return refusal_page(refused)
         return _review_page(review, token)
 
     async def answer(self, request: web.Request) -> web.Response:
@@ -56,7 +56,7 @@ class ArtifactPages:
         try:
             review = await self.reviews.resolve(token)
         except ReviewRefused as refused:
-            return refusal(refused)
+            return refusal_page(refused)
         try:
             form = await request.post()
         except (ValueError, LookupError, HttpProcessingError):  # not UTF-8, an unknown charset, a broken multipart body
@@ -67,16 +67,16 @@ class ArtifactPages:
         try:
             answered = await self.reviews.answer(token, feedback)
         except ReviewRefused as refused:
-            return refusal(refused)
+            return refusal_page(refused)
         said = "your feedback goes to the Agent" if answered.feedback else "the Agent is told you accepted it as it is"
-        return page("message.html", 200, title="Thank you", reason=f"{review.path}: {said}. You can close this page.")
+        return render_page("message.html", 200, title="Thank you", reason=f"{review.path}: {said}. You can close this page.")
 
     async def image(self, request: web.Request) -> web.StreamResponse:
         """An image inside the review's project (the artifact, or one its Markdown shows), with its content type."""
         try:
             review = await self.reviews.resolve(request.match_info["token"])
         except ReviewRefused as refused:
-            return refusal(refused)
+            return refusal_page(refused)
         name = request.match_info["path"]
         kind = IMAGE_TYPES.get(PurePosixPath(name).suffix.lower())
         try:
@@ -85,16 +85,13 @@ class ArtifactPages:
             root = Path(review.project_dir)
             data, _ = read_file(root, confined(root, name), MAX_IMAGE_BYTES)
         except (OutsideProject, NotRegularFile, OSError):
-            return page("refusal.html", 404, title="Not found", reason="There is no such image in this review.")
+            return render_page("refusal.html", 404, title="Not found", reason="There is no such image in this review.")
         return web.Response(body=data, content_type=kind, headers=SECURITY_HEADERS)
 
 
 def _review_page(review: ArtifactReviewRecord, token: str, error: str = "", status: int = 200) -> web.Response:
     """The question, the file and the feedback box."""
-    return page(
-        "artifact_review.html",
-        status,
-        PAGE_HEADERS,
+    html = TEMPLATES.get_template("artifact_review.html").render(
         title=f"Review: {review.path}",
         path=review.path,
         question=review.question,
@@ -102,6 +99,7 @@ def _review_page(review: ArtifactReviewRecord, token: str, error: str = "", stat
         error=error,
         body=_shown(review, token),
     )
+    return web.Response(text=html, content_type="text/html", status=status, headers=PAGE_HEADERS)
 
 
 def _shown(review: ArtifactReviewRecord, token: str) -> Markup:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..config import ConfigError, WebConfig
 from ..core.artifact_reviews import ArtifactReviews
+from ..core.code_reviews import CodeReviewHub
 from ..core.reviews import ReviewHub, ReviewUnavailable
 
 if TYPE_CHECKING:
@@ -14,12 +15,13 @@ if TYPE_CHECKING:
 
 
 class LazyReviewServer:
-    """Review pages (Plan and Artifact Reviews) on the ``[web] listen`` server, started by the first review."""
+    """Review pages (Plan, Code and Artifact Reviews) on the ``[web] listen`` server, started by the first review."""
 
-    def __init__(self, config: WebConfig, hub: ReviewHub, artifacts: ArtifactReviews) -> None:
+    def __init__(self, config: WebConfig, hub: ReviewHub, artifacts: ArtifactReviews, code_reviews: CodeReviewHub | None = None) -> None:
         self.config = config
         self.hub = hub
         self.artifacts = artifacts
+        self.code_reviews = code_reviews
         self._server: WebServer | None = None
         self._running = False
         self._starting = asyncio.Lock()
@@ -35,6 +37,10 @@ class LazyReviewServer:
 
             self._server = WebServer(self.config)
             add_review_routes(self._server, self.hub)
+            if self.code_reviews is not None:
+                from .code_review import add_code_review_routes
+
+                add_code_review_routes(self._server, self.code_reviews)
             add_artifact_routes(self._server, self.artifacts)
         return self._server
 

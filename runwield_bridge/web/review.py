@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 from aiohttp import web
+from aiohttp.web_request import FileField
 from aiohttp.http import HttpProcessingError
 from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
+from multidict import MultiDictProxy
 
 from ..core.reviews import REVIEW_PATH, Feedback, LineComment, OpenReview, ReviewHub, ReviewRefused
 from .plan_blocks import block_html, parse_blocks
 from .server import WebServer
 
+T = TypeVar("T")
 TEMPLATES = Environment(loader=PackageLoader("runwield_bridge.web"), autoescape=True, keep_trailing_newline=True)
 
 SECURITY_HEADERS = {
@@ -31,13 +34,27 @@ REFUSAL_HEADING = {
     "superseded": "Link replaced",
     "decided": "Review closed",
 }
-
-
 def add_review_routes(server: WebServer, hub: ReviewHub) -> None:
     """Mount the review pages on the shared web server (before it starts)."""
     pages = ReviewPages(hub)
     server.add_route("GET", REVIEW_PATH + "{token}", pages.show)
     server.add_route("POST", REVIEW_PATH + "{token}", pages.decide)
+
+
+async def opened(resolve: Callable[[str], Awaitable[T]], request: web.Request) -> T | web.Response:
+    """What the link in the request's path opens, or the page saying why it cannot be used."""
+    try:
+        return await resolve(request.match_info["token"])
+    except ReviewRefused as refused:
+        return refusal_page(refused)
+
+
+async def posted_form(request: web.Request) -> MultiDictProxy[str | bytes | FileField] | None:
+    """The posted form; None when the body is none (not UTF-8, an unknown charset, a broken multipart body)."""
+    try:
+        return await request.post()
+    except (ValueError, LookupError, HttpProcessingError):
+        return None
 
 
 class ReviewPages:
@@ -47,21 +64,16 @@ class ReviewPages:
         self.hub = hub
 
     async def show(self, request: web.Request) -> web.Response:
-        try:
-            current = await self.hub.resolve(request.match_info["token"])
-        except ReviewRefused as refused:
-            return refusal(refused)
-        return _review_page(current)
+        current = await opened(self.hub.resolve, request)
+        return current if isinstance(current, web.Response) else _review_page(current)
 
     async def decide(self, request: web.Request) -> web.Response:
         token = request.match_info["token"]
-        try:
-            current = await self.hub.resolve(token)
-        except ReviewRefused as refused:
-            return refusal(refused)
-        try:
-            form = await request.post()
-        except (ValueError, LookupError, HttpProcessingError):  # not UTF-8, an unknown charset, a broken multipart body
+        current = await opened(self.hub.resolve, request)
+        if isinstance(current, web.Response):
+            return current
+        form = await posted_form(request)
+        if form is None:
             return _problem(current, "That was not a form this page sent. Nothing was changed.", {})
         if form.get("revision") != str(current.review.revision):
             return _problem(current, "This form was for another revision of the Plan. Nothing was changed.", form)
@@ -76,7 +88,7 @@ class ReviewPages:
                 return _notice("Feedback sent", current, "goes back to the Agent with your feedback. You can close this page.")
             return _problem(current, "Choose Send feedback or Approve. Nothing was changed.", form)
         except ReviewRefused as refused:
-            return refusal(refused)
+            return refusal_page(refused)
         except ValueError as exc:
             return _problem(current, f"{exc} Nothing was changed.", form)
 
@@ -107,7 +119,7 @@ def _review_page(current: OpenReview, error: str = "", typed: Mapping[str, Any] 
         {"line": b.line, "html": Markup(block_html(b)), "comment": str(typed.get(f"line-{b.line}", ""))}
         for b in parse_blocks(current.text)
     ]
-    return page(
+    return render_page(
         "review.html",
         status,
         title=f"Review: {current.plan.title}",
@@ -121,19 +133,19 @@ def _review_page(current: OpenReview, error: str = "", typed: Mapping[str, Any] 
 
 
 def _notice(title: str, current: OpenReview, rest: str) -> web.Response:
-    return page("notice.html", 200, title=title, revision=current.review.revision, plan_title=current.plan.title, rest=rest)
+    return render_page("notice.html", 200, title=title, revision=current.review.revision, plan_title=current.plan.title, rest=rest)
 
 
 def _problem(current: OpenReview, message: str, typed: Mapping[str, Any]) -> web.Response:
     return _review_page(current, message, typed, status=400)
 
 
-def refusal(refused: ReviewRefused) -> web.Response:
+def refusal_page(refused: ReviewRefused) -> web.Response:
     heading = REFUSAL_HEADING[refused.reason]
-    return page("refusal.html", REFUSAL_STATUS[refused.reason], title=heading, reason=str(refused))
+    return render_page("refusal.html", REFUSAL_STATUS[refused.reason], title=heading, reason=str(refused))
 
 
-def page(template: str, status: int, headers: Mapping[str, str] = SECURITY_HEADERS, **context: Any) -> web.Response:
+def render_page(template: str, status: int, **context: Any) -> web.Response:
     """A page from the package's templates, every value escaped unless it is Markup."""
     html = TEMPLATES.get_template(template).render(**context)
-    return web.Response(text=html, content_type="text/html", status=status, headers=headers)
+    return web.Response(text=html, content_type="text/html", status=status, headers=SECURITY_HEADERS)

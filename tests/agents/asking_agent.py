@@ -8,6 +8,8 @@ What a prompt contains decides what it does:
   "drink"       asks a single choice with Other and an optional text field for it, then says the answers
   "visit"       asks a URL elicitation, then says the action
   "malformed"   sends an elicitation/create the schema rejects, then says the action
+  "terminal"    calls terminal/create, terminal/output, terminal/wait_for_exit, terminal/kill,
+                terminal/release, fs/read_text_file and fs/write_text_file, then says what each answered
   "slow"        streams a chunk every 0.1 s for 5 s unless cancelled
   "crash"       exits at once with code 3
   "hangup"      closes its stdout (the connection) and lingers 30 s before it exits, as a wrapper of a crashed agent may
@@ -142,6 +144,8 @@ class AskingAgent:
         elif "malformed" in words:
             response = await self.raw_elicit({"sessionId": session_id, "mode": "form", "message": "Broken", "requestedSchema": "not a schema"})
             reply = f"malformed: {response.get('action')}"
+        elif "terminal" in words:
+            reply = await self.try_client_methods(session_id)
         else:
             reply = f"echo: {text}"
         await self.say(session_id, reply)
@@ -179,6 +183,25 @@ class AskingAgent:
             return await self.conn._conn.send_request("elicitation/create", params)
         except RequestError as exc:
             return {"action": f"error {exc}"}
+
+    async def try_client_methods(self, session_id: str) -> str:
+        """Each client method we do not advertise, called raw: ``method=code`` for an error, ``method=ok <result>`` else."""
+        calls = {
+            "terminal/create": {"command": "echo", "args": ["hi"]},
+            "terminal/output": {"terminalId": "t1"},
+            "terminal/wait_for_exit": {"terminalId": "t1"},
+            "terminal/kill": {"terminalId": "t1"},
+            "terminal/release": {"terminalId": "t1"},
+            "fs/read_text_file": {"path": "/etc/hostname"},
+            "fs/write_text_file": {"path": "/tmp/never-written", "content": "x"},
+        }
+        answers = []
+        for method, params in calls.items():
+            try:
+                answers.append(f"{method}=ok {json.dumps(await self.conn._conn.send_request(method, {'sessionId': session_id, **params}))}")
+            except RequestError as exc:
+                answers.append(f"{method}={exc.code}")
+        return "client methods: " + " ".join(answers)
 
     async def say(self, session_id: str, text: str) -> None:
         await self.conn.session_update(session_id, update_agent_message(text_block(text)))

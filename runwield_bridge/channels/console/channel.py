@@ -3,7 +3,8 @@
 Replies stream as they arrive; Ctrl-C (or /cancel) cancels the running turn, and at the prompt Ctrl-C,
 Ctrl-D or /quit leaves. ``--session ID`` resumes a saved session (its history is printed), and bridge
 commands (/new, /resume, /status, /cancel) work here too. Lines typed or piped ahead answer the
-questions the turn asks next.
+questions the turn asks next. Piped input (stdin is not a terminal) is a script: each line runs once the
+turn before it has settled (or answers its question), /quit included.
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ class ConsoleChannel:
         self.terminal.write(f"{f'Session {session_id}' if session_id else 'New Session'} · Ctrl-C cancels a turn · /quit or Ctrl-D leaves\n")
         lines: asyncio.Queue[str | None] = asyncio.Queue()
         _start_line_reader(asyncio.get_running_loop(), lines)
-        chat = _Chat(inbox, lines, self.background)
+        chat = _Chat(inbox, lines, self.background, typed=sys.stdin.isatty())
         # Kept until the event loop closes: a Ctrl-C while the chat shuts down is not a KeyboardInterrupt.
         asyncio.get_running_loop().add_signal_handler(signal.SIGINT, chat.interrupt)
         while not chat.leaving.is_set():
@@ -176,10 +177,13 @@ class ConsoleChannel:
 class _Chat:
     """The terminal's input during one chat: lines typed (or piped), Ctrl-C, and the turn they act on."""
 
-    def __init__(self, inbox: Inbox, lines: asyncio.Queue[str | None], background: Background) -> None:
+    def __init__(self, inbox: Inbox, lines: asyncio.Queue[str | None], background: Background, *, typed: bool) -> None:
         self.inbox = inbox
         self.lines = lines
         self.background = background
+        self.typed = typed
+        """The lines come from a person at a terminal: commands typed during a turn act on it at once. Piped lines
+        are a script: each waits for the turn before it to settle, unless it answers that turn's question."""
         self.held: deque[str | None] = deque()
         """Lines read while a turn runs that were not for it: the next prompts (None: end of input)."""
         self.turn: asyncio.Task[None] | None = None
@@ -206,7 +210,7 @@ class _Chat:
         return None
 
     async def follow(self, shown: asyncio.Event) -> None:
-        """Until the turn ends, lines answer its questions; bridge commands (/cancel, /status) and /quit act now."""
+        """Until the turn ends, lines answer its questions; typed bridge commands (/cancel, /status) and /quit act now."""
         turn = self.turn
         assert turn is not None
         while not turn.done():
@@ -222,7 +226,7 @@ class _Chat:
                 reading.cancel()
                 continue
             line = reading.result()
-            if line is not None and (self.inbox.awaiting_answer(CONVERSATION) or _acts_now(line)):
+            if line is not None and (self.inbox.awaiting_answer(CONVERSATION) or (self.typed and _acts_now(line))):
                 await self._take(line)
             else:
                 self.held.append(line)  # the next prompt, or end of input: the turn finishes, then the chat ends

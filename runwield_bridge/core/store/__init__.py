@@ -26,6 +26,7 @@ from ..records import (
 from .artifact_reviews import ArtifactReviewRepository
 from .base import Conflict
 from .bridge import BridgeStateRepository
+from .code_reviews import CodeReviewRepository
 from .database import database_for, sqlite_pragmas
 from .executions import ExecutionRepository
 from .instances import InstanceRepository
@@ -63,7 +64,7 @@ POOL_TIMEOUT_SECONDS = 600
 
 class Store:
     """The database (SQLite in WAL mode unless the URL names another, PostgreSQL say) and its repositories: ``sessions``
-    (with transcripts and turns), ``plans``, ``reviews``, ``artifact_reviews``, ``executions``, ``bridge`` (bindings, update claims and
+    (with transcripts and turns), ``plans``, ``reviews``, ``code_reviews``, ``artifact_reviews``, ``executions``, ``bridge`` (bindings, update claims and
     unfinished chat messages) and ``workspace`` (client request ids, Workspace logins); and the writer locks that go
     with it. On PostgreSQL also ``instances`` (leases, conversation owners and handoffs between ``wld bridge``
     instances); ``notifier`` wakes waiters in other processes there (``LISTEN/NOTIFY``), else in this one."""
@@ -89,6 +90,7 @@ class Store:
         self.sessions = SessionRepository(connect, self.database)
         self.plans = PlanRepository(connect, self.database)
         self.reviews = ReviewRepository(connect, self.database)
+        self.code_reviews = CodeReviewRepository(connect, self.database)
         self.artifact_reviews = ArtifactReviewRepository(connect, self.database)
         self.executions = ExecutionRepository(connect, self.database)
         self.bridge = BridgeStateRepository(connect, self.database)

@@ -10,12 +10,18 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import col, select, update
 
 from ..records import Binding, SeenUpdate, UnfinishedMessage
-from .base import Repository, frozen
+from .base import Connect, Repository, frozen
+from .database import Database
+from .follow_ups import FollowUpRepository
 from .tables import BindingRow, SeenUpdateRow, UnfinishedMessageRow
 
 
 class BridgeStateRepository(Repository):
-    """Bindings and update claims: what ``wld bridge`` keeps across restarts."""
+    """Bindings and update claims: what ``wld bridge`` keeps across restarts; ``follow_ups`` holds its queues."""
+
+    def __init__(self, connect: Connect, database: Database) -> None:
+        super().__init__(connect, database)
+        self.follow_ups = FollowUpRepository(connect, database)
 
     async def get_binding(self, conversation: str) -> Binding | None:
         return await self._get(Binding, BindingRow, conversation)

@@ -154,6 +154,22 @@ class ExecutionRow(SQLModel, table=True):
     updated_at: float = Field(default_factory=time.time)
 
 
+class CodeReviewRow(SQLModel, table=True):
+    """A browser review of one round of an execution's change; the link's token is stored only as a hash."""
+
+    __tablename__ = "code_reviews"
+    id: str = Field(primary_key=True)
+    execution_id: str = Field(index=True, foreign_key="executions.id")
+    round: int
+    session_id: str | None = None
+    token_hash: str = Field(unique=True, index=True)
+    expires_at: float
+    state: str = "open"  # open | publish | changes | abandon | expired | superseded | closed
+    notes: str = ""
+    decided_at: float | None = None
+    created_at: float = Field(default_factory=time.time)
+
+
 class ExecutionStepRow(SQLModel, table=True):
     """One step of an execution, written before it runs and updated after (write-ahead)."""
 
@@ -197,6 +213,30 @@ class UnfinishedMessageRow(SQLModel, table=True):
     updated_at: float = Field(default_factory=time.time)
     instance: str | None = None
     """The ``wld bridge`` instance showing it (PostgreSQL); None on SQLite, where one instance runs."""
+
+
+class QueuedMessageRow(SQLModel, table=True):
+    """A message that came while its conversation's turn ran, kept until a turn has taken it."""
+
+    __tablename__ = "queued_messages"
+    __table_args__ = (Index("ix_queued_messages_conversation_id", "conversation", "id"),)  # a conversation's queue in order
+    id: int | None = Field(default=None, primary_key=True)
+    conversation: str
+    payload: str
+    """The message as JSON (``bridge/handed_events.py``)."""
+    size: int
+    """Its text's length in UTF-8 bytes, for the queue's bound."""
+    sending: bool = False
+    """Handed to a turn that has not settled yet: after a crash it is reported, not sent again."""
+    queued_at: float = Field(default_factory=time.time)
+
+
+class QueueModeRow(SQLModel, table=True):
+    """A conversation's queue mode, set with ``/queue MODE`` (otherwise its channel's ``queue``)."""
+
+    __tablename__ = "queue_modes"
+    conversation: str = Field(primary_key=True)
+    mode: str
 
 
 class ClientRequestRow(SQLModel, table=True):

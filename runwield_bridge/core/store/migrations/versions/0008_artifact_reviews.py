@@ -3,15 +3,15 @@
 An agent asks the person to review a file it produced (``request_artifact_review``); the review's link is a capability
 like a Plan review's, its token stored only as a hash, and the review is answered once.
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0008
+Revises: 0007
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0006"
-down_revision = "0005"
+revision = "0008"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
