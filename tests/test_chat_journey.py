@@ -265,7 +265,7 @@ FAKES = {"telegram": TelegramFake, "discord": lambda: DiscordFake(install=False)
 
 
 @contextlib.asynccontextmanager
-async def wld_bridge(platform: str, config: Path, fake: Any, port: int) -> AsyncIterator[tuple[WldProcess, Any]]:
+async def wld_bridge(config: Path, fake: Any, platform: str = "telegram", port: int = 0) -> AsyncIterator[tuple[WldProcess, Any]]:
     """`wld bridge` as a real process, once it listens to the platform's fake, and the platform's world on it; stopped
     (or already killed) on the way out."""
     sessions = len(fake.sessions) if platform == "discord" else 0
@@ -302,7 +302,7 @@ async def test_the_whole_journey_through_wld_bridge_including_a_sigkill_and_a_re
                 "channels": {platform: SECTIONS[platform](fake) | {"cwd": str(project)}},
             },
         )
-        async with wld_bridge(platform, config, fake, port) as (bridge, world):
+        async with wld_bridge(config, fake, platform, port) as (bridge, world):
             thread, plan, steps, url = await review_link_in_chat(world)
             await decide(url, "feedback", general="Mention the licence.")
             await world.reply_containing(thread, f"📋 Plan “{TITLE}” (revision 2)", timeout=PATIENCE, final=True)  # after the feedback
@@ -327,7 +327,7 @@ async def test_the_whole_journey_through_wld_bridge_including_a_sigkill_and_a_re
         crashed_at = len(world.texts(thread))
         assert streaming(), "the kill left a reply streaming"
 
-        async with wld_bridge(platform, config, fake, port) as (_, world):  # nobody says anything: the bridge reopens the Session
+        async with wld_bridge(config, fake, platform, port) as (_, world):  # nobody says anything: the bridge reopens the Session
             report = await world.reply_containing(thread, f"Work on Plan “{TITLE}” was interrupted (branch {BRANCH})", timeout=PATIENCE, final=True)
             await until(lambda: not any(t.endswith("…") for t in world.texts(thread)), "no message left streaming")
             assert any("⚙️ Validation" in t and t.endswith("(interrupted)") for t in world.texts(thread)), "the cut-off reply is ended"
