@@ -23,6 +23,7 @@ from .core.plan_commands import PlanCommands
 from .core.plan_execution import ChatExecution
 from .core.plans import PlanBook
 from .core.logins import LOGIN_TOKEN_TTL
+from .core.artifact_reviews import ArtifactReviews
 from .core.code_review_chat import CodeReviewChat
 from .core.code_reviews import CodeReviewHub
 from .core.reviews import ReviewHub, ReviewUnavailable
@@ -132,11 +133,12 @@ class App:
         plans = PlanBook(store, settings.state_dir)
         reviews = ReviewHub(store, plans)
         code_reviews = CodeReviewHub(store, plans, reviews)
-        review_pages = LazyReviewServer(settings.web, reviews, code_reviews)
+        artifacts = ArtifactReviews(store, reviews)
+        review_pages = LazyReviewServer(settings.web, reviews, artifacts, code_reviews)
         validation = settings.validation
         executor = Executor(store, plans, settings.state_dir, validation.commands, validation.timeout)
         execution = ChatExecution(plans, executor, CodeReviewChat(code_reviews))
-        plugins.bind(workflow.PlanWorkflow(PlanCommands(plans, reviews, execution)), workflow.NAME)
+        plugins.bind(workflow.PlanWorkflow(PlanCommands(plans, reviews, execution), artifacts), workflow.NAME)
         from .runtimes.acp import AcpRuntime  # the ACP SDK, loaded only by commands that run turns
         from .runtimes.acp_agents import ExternalAgents
 

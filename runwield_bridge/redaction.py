@@ -16,7 +16,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (_URL_PASSWORD, rf"\1:{REDACTED}@"),  # user:password@ in a URL
     (re.compile(r"(?<![0-9])\d{5,}:[A-Za-z0-9_-]{20,}"), REDACTED),  # a Telegram bot token (also inside .../bot<token>/...)
     (re.compile(r"\bx(?:ox[a-z]|app)-[A-Za-z0-9-]{8,}"), REDACTED),  # Slack bot, user and app-level tokens
-    (re.compile(r"((?:/|%2F)(?:code-)?review(?:/|%2F))[A-Za-z0-9_-]{16,}", re.IGNORECASE), rf"\1{REDACTED}"),  # a review link's token
+    (re.compile(r"((?:/|%2F)(?:(?:code-)?review|artifact)(?:/|%2F))[A-Za-z0-9_-]{16,}", re.IGNORECASE), rf"\1{REDACTED}"),  # a review link's token
 )
 _known: set[str] = set()
 

@@ -1,10 +1,13 @@
-"""Running the real Bridge with real discord.py and slack-bolt against the local Discord and Slack fakes."""
+"""Running the real Bridge with real discord.py, slack-bolt and python-telegram-bot against the local fakes; each
+platform's world answers the same calls (mention, buttons, click, reply_containing, ...), so one journey runs on all
+three."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from discord.gateway import DiscordWebSocket
@@ -14,10 +17,11 @@ from runwield_bridge.app import App, agent_endpoints
 from runwield_bridge.bridge.runner import BridgeService
 from runwield_bridge.bridge.supervisor import Supervisor
 from runwield_bridge.config import Settings
-from tests.bridge_kit import FAST_BACKOFF
+from tests.bridge_kit import FAST_BACKOFF, OWNER, bridge_world
 from tests.fakes.base import FakeServer, HttpResult, RecordedCall
 from tests.fakes.discord_api import FLAG_EPHEMERAL, DiscordFake, FakeInteraction
 from tests.fakes.slack_api import SlackFake
+from tests.fakes.telegram_api import TelegramFake
 from waiting import PATIENCE, POLL, until
 
 
@@ -275,3 +279,61 @@ async def slack_world(*, fake: SlackFake | None = None, section: dict[str, Any] 
             fake = await stack.enter_async_context(SlackFake())
         service, app = await stack.enter_async_context(running_bridge({"slack": slack_section(fake, **(section or {}))}, **settings))
         yield SlackWorld(fake, app, await events_url_ready(fake, service))
+
+
+# -- Telegram ------------------------------------------------------------------
+
+
+class TelegramWorld:
+    """The Telegram fake and a Bridge polling it, seen as the Discord and Slack worlds are: the owner's private chat
+    is the "thread" (Telegram has no threads there)."""
+
+    def __init__(self, fake: TelegramFake, app: App) -> None:
+        self.fake = fake
+        self.app = app
+
+    async def mention(self, text: str) -> int:
+        """A message to the bot in the owner's chat; returns the chat, where the replies come."""
+        self.fake.push_message(OWNER, OWNER, text)
+        return OWNER
+
+    async def say(self, thread: int, text: str) -> None:
+        self.fake.push_message(thread, OWNER, text)
+
+    async def reply_containing(self, thread: int, text: str, timeout: float = PATIENCE, final: bool = False) -> dict[str, Any]:
+        """The bot's message in the chat once it contains ``text`` (and, if ``final``, is no longer streaming)."""
+        return await settled(self.fake, lambda: [m for m in self.fake.bot_messages(thread) if shows(m.get("text") or "", text, final)], timeout)
+
+    async def buttons(self, thread: int, text: str, timeout: float = PATIENCE) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The bot's message with ``text`` and an inline keyboard, and its buttons."""
+        message = await settled(
+            self.fake, lambda: [m for m in self.fake.bot_messages(thread) if text in (m.get("text") or "") and self._keys(m)], timeout
+        )
+        return message, self._keys(message)
+
+    async def click(self, message: dict[str, Any], button: dict[str, Any]) -> None:
+        self.fake.push_callback_query(OWNER, OWNER, button["callback_data"], message_id=message["message_id"])
+
+    def label(self, button: dict[str, Any]) -> str:
+        return str(button["text"])
+
+    def current(self, message: dict[str, Any]) -> str:
+        return str(self.fake.messages[(OWNER, message["message_id"])].get("text") or "")
+
+    def texts(self, thread: int) -> list[str]:
+        return [m.get("text") or "" for m in self.fake.bot_messages(thread)]
+
+    def _keys(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        markup = self.fake.messages[(OWNER, message["message_id"])].get("reply_markup") or {}
+        return [b for row in markup.get("inline_keyboard", []) for b in row]
+
+
+@contextlib.asynccontextmanager
+async def telegram_world(*, section: dict[str, Any] | None = None, **settings: Any) -> AsyncIterator[TelegramWorld]:
+    """The Bridge polling a Telegram fake; ``section`` adds keys to ``[channels.telegram]``."""
+    async with bridge_world(tmp_path=Path("."), telegram=section, **settings) as world:
+        yield TelegramWorld(world.fake, world.app)
+
+
+PLATFORM_WORLDS = {"telegram": telegram_world, "discord": discord_world, "slack": slack_world}
+"""Each platform's world by name, for a test that runs the same steps on all three."""

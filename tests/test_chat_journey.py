@@ -19,7 +19,17 @@ from tests.bridge_kit import OWNER, bridge_world, telegram_section
 from tests.fakes.discord_api import DiscordFake
 from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import TelegramFake
-from tests.platform_kit import discord_world, slack_world
+from tests.platform_kit import (
+    PLATFORM_WORLDS,
+    DiscordWorld,
+    SlackWorld,
+    TelegramWorld,
+    answering_url_check,
+    discord_section,
+    discord_world,
+    slack_section,
+    slack_world,
+)
 from tests.wld_process import WldProcess, free_port
 from tests.wld_process import write_config as write_wld_config
 from tests.plan_kit import git, make_project
@@ -82,10 +92,11 @@ class Operator:
         return self.fake.messages[(OWNER, message_id)].get("text") or ""
 
 
-def noted(message_id: int) -> bool:
-    """Whether the state database notes this message as unfinished (what a crash now leaves for the next start)."""
+def streaming_noted(channel: str) -> bool:
+    """Whether the state database notes a reply streaming on ``channel`` as unfinished (what a crash now leaves for the
+    next start to end)."""
     with contextlib.closing(sqlite3.connect(Path(os.environ["WLD_HOME"]) / "wld.db")) as db:
-        return bool(db.execute("SELECT 1 FROM unfinished_messages WHERE message_id = ?", (str(message_id),)).fetchall())
+        return bool(db.execute("SELECT 1 FROM unfinished_messages WHERE channel = ? AND kind = 'reply'", (channel,)).fetchall())
 
 
 async def decide(url: str, action: str, revision: int = 1, **fields: str) -> str:
@@ -157,37 +168,73 @@ async def test_a_review_decided_in_the_browser_reaches_the_chat_as_new_messages(
         assert revised["message_id"] >= feedback["message_id"]
 
 
-async def test_approval_execution_validation_and_publication_each_arrive_below_the_last_question(tmp_path: Path) -> None:
-    async with journey(tmp_path, ["grep -q hello README.md"]) as (me, project):
-        url, link_id = await plan_under_review(me)
-        link = me.fake.messages[(OWNER, link_id)]
-        [button] = [b for row in link["reply_markup"]["inline_keyboard"] for b in row]
-        assert button["url"] == url, "the review link is a URL button"
+async def review_link_in_chat(world: Any) -> tuple[Any, dict[str, Any], list[dict[str, Any]], str]:
+    """Ask for a Plan and press its Review button: the thread, the Plan's message and its step buttons, and the link."""
+    thread = await world.mention(REQUEST)
+    plan, steps = await world.buttons(thread, f"📋 Plan “{TITLE}” (revision 1)", timeout=PATIENCE)
+    assert [world.label(b) for b in steps] == ["Review", "Execute"], "a new Plan comes with its next steps"
+    await world.reply_containing(thread, "Saved Plan", final=True)
+    await world.click(plan, steps[0])
+    link, buttons = await world.buttons(thread, "in your browser", timeout=PATIENCE)
+    url = LINK.search(world.current(link)).group(1)
+    assert [(world.label(b), b.get("url")) for b in buttons] == [("Review the Plan", url)], "the review link is a URL button"
+    return thread, plan, steps, url
+
+
+def button(world: Any, buttons: list[dict[str, Any]], label: str) -> dict[str, Any]:
+    [found] = [b for b in buttons if world.label(b) == label]
+    return found
+
+
+async def typed(world: Any, thread: Any, prompt: str, answer: str) -> dict[str, Any]:
+    """Answer the question showing ``prompt`` by typing ``answer`` (a chat menu's number, or a choice's label)."""
+    question = await world.reply_containing(thread, prompt, timeout=PATIENCE, final=True)
+    await world.say(thread, answer)
+    return question
+
+
+def index_of(texts: list[str], text: str) -> int:
+    """Where the last message showing ``text`` is in the conversation (messages oldest first)."""
+    return max(i for i, said in enumerate(texts) if text in said)
+
+
+@pytest.mark.parametrize("platform", ["telegram", "discord", "slack"])
+async def test_approval_execution_validation_and_publication_each_arrive_below_the_last_question(platform: str, tmp_path: Path) -> None:
+    project = make_project(tmp_path / "proj")
+    settings = {"validation": {"commands": ["grep -q hello README.md"]}}
+    async with PLATFORM_WORLDS[platform](section={"cwd": str(project)}, **settings) as world:
+        thread, _, _, url = await review_link_in_chat(world)
 
         await decide(url, "approve", general="Keep it short.")
-        approval = await me.sees("The review approved revision 1", after=link_id)
-        assert "Keep it short." in approval["text"], "the reviewer's notes reach the chat"
-        question = await me.answers(f"Execute “{TITLE}” now?", "Execute", after=approval["message_id"])
-        mode = await me.answers("be executed?", "All at once", after=question["message_id"])
+        question, choices = await world.buttons(thread, f"Execute “{TITLE}” now?", timeout=PATIENCE)
+        approval = await world.reply_containing(thread, "The review approved revision 1", final=True)
+        assert "Keep it short." in world.current(approval), "the reviewer's notes reach the chat"
+        await world.click(question, button(world, choices, "Execute"))
+        mode, modes = await world.buttons(thread, "be executed?", timeout=PATIENCE)
+        await world.click(mode, button(world, modes, "All at once"))
 
-        delivery = await me.sees("What now?", after=mode["message_id"])
-        assert f"Publish commits the validated work to branch {BRANCH}" in delivery["text"] and "main, is not changed" in delivery["text"]
-        progress = "\n".join(me.text(i) for i in range(mode["message_id"] + 1, delivery["message_id"]))
+        delivery, offered = await world.buttons(thread, "What now?", timeout=PATIENCE)
+        asked = world.current(delivery)
+        assert f"Publish commits the validated work to branch {BRANCH}" in asked and "main, is not changed" in asked
+        said = world.texts(thread)
+        assert index_of(said, "The review approved") < index_of(said, f"Execute “{TITLE}” now?") < index_of(said, "be executed?") < index_of(said, "What now?")
+        progress = "\n".join(said[index_of(said, "be executed?") + 1 : index_of(said, "What now?")])
         assert f"Creating the worktree and branch {BRANCH}" in progress, "execution progress is shown"
         assert "write_file README.md" in progress
         assert "✅ Validation passed: 1 of 1 commands passed" in progress, "the validation outcome comes before the question, a pass as ✅"
 
-        await me.answers("What now?", "Publish", after=mode["message_id"])
-        published = await me.sees(f"Published branch {BRANCH} at commit", after=delivery["message_id"])
-        assert published["message_id"] > delivery["message_id"], "the commit is reported below the question"
+        await world.click(delivery, button(world, offered, "Publish"))
+        published = await world.reply_containing(thread, f"Published branch {BRANCH} at commit", timeout=PATIENCE, final=True)
+        assert index_of(world.texts(thread), "Published branch") > index_of(world.texts(thread), "What now?"), "the commit is reported below"
         assert git(project, "show", f"{BRANCH}:README.md") == "hello"
+        assert git(project, "rev-parse", BRANCH)[:12] in world.current(published)
 
-        await me.says("/load-plan")
-        listing = await me.answers("Choose a Plan", "1", after=published["message_id"])
-        assert f"{TITLE} (published, just now)" in listing["text"]
-        menu = await me.answers("what next?", "View plan details", after=listing["message_id"])
-        details = await me.sees("Published on branch", after=menu["message_id"])
-        assert f"Published on branch {BRANCH} at commit {git(project, 'rev-parse', BRANCH)[:12]}." in details["text"]
+        await world.say(thread, "/load-plan")
+        listing = await typed(world, thread, "Reply with a number", "1")
+        assert f"1. {TITLE} (published, just now)" in world.current(listing)
+        await typed(world, thread, "what next?", "View plan details")
+        details = await world.reply_containing(thread, "Published on branch", timeout=PATIENCE, final=True)
+        assert f"Published on branch {BRANCH} at commit {git(project, 'rev-parse', BRANCH)[:12]}." in world.current(details)
 
 
 async def test_what_follows_an_answered_question_is_a_new_message_below_it(tmp_path: Path) -> None:
@@ -213,82 +260,94 @@ async def test_what_follows_an_answered_question_is_a_new_message_below_it(tmp_p
         assert answers["message_id"] > last["message_id"]
 
 
+SECTIONS = {"telegram": telegram_section, "discord": discord_section, "slack": slack_section}
+FAKES = {"telegram": TelegramFake, "discord": lambda: DiscordFake(install=False), "slack": SlackFake}
+
+
 @contextlib.asynccontextmanager
-async def wld_bridge(config: Path, fake: TelegramFake) -> AsyncIterator[WldProcess]:
-    """`wld bridge` as a real process, once it listens to the fake; stopped (or already killed) on the way out."""
-    started = len(fake.calls_to("deleteWebhook"))
+async def wld_bridge(config: Path, fake: Any, platform: str = "telegram", port: int = 0) -> AsyncIterator[tuple[WldProcess, Any]]:
+    """`wld bridge` as a real process, once it listens to the platform's fake, and the platform's world on it; stopped
+    (or already killed) on the way out."""
+    sessions = len(fake.sessions) if platform == "discord" else 0
+    started = len(fake.calls_to("deleteWebhook")) if platform == "telegram" else 0
+    calls = fake.mark()
     process = await WldProcess.start("bridge", "--config", str(config))
     try:
-        await fake.wait_until(lambda: len(fake.calls_to("deleteWebhook")) > started, timeout=PATIENCE)
-        yield process
+        if platform == "telegram":
+            await fake.wait_until(lambda: len(fake.calls_to("deleteWebhook")) > started, timeout=PATIENCE)
+            yield process, TelegramWorld(fake, None)
+        elif platform == "discord":
+            await until(lambda: any(s.ready and not s.ws.closed for s in fake.sessions[sessions:]), "the bridge on the gateway")
+            yield process, DiscordWorld(fake, None)
+        else:
+            await fake.wait_for_call("auth.test", since=calls)
+            yield process, SlackWorld(fake, None, await answering_url_check(fake, f"http://127.0.0.1:{port}/slack/events"))
     finally:
         print((await process.stop()).stderr)  # shown when the test fails
 
 
-async def test_the_whole_journey_through_wld_bridge_including_a_sigkill_and_a_restart(tmp_path: Path) -> None:
+@pytest.mark.parametrize("platform", ["telegram", "discord", "slack"])
+async def test_the_whole_journey_through_wld_bridge_including_a_sigkill_and_a_restart(platform: str, tmp_path: Path) -> None:
     project = make_project(tmp_path / "proj")
     marker = tmp_path / "validation-runs.txt"
     # The first validation records its shell's pid and sleeps (the bridge is killed meanwhile); the second checks the work.
     command = f"echo $$ >> {marker}; if [ $(wc -l < {marker}) -lt 2 ]; then exec sleep 30; fi; grep -q hello README.md"
-    async with TelegramFake() as fake:
+    async with FAKES[platform]() as fake:
+        port = free_port()
         config = write_wld_config(
             tmp_path / "wld.toml",
             {
-                "web": {"listen": f"127.0.0.1:{free_port()}"},
+                "web": {"listen": f"127.0.0.1:{port}"},
                 "validation": {"commands": [command]},
-                "channels": {"telegram": telegram_section(fake) | {"cwd": str(project)}},
+                "channels": {platform: SECTIONS[platform](fake) | {"cwd": str(project)}},
             },
         )
-        me = Operator(fake)
-        async with wld_bridge(config, fake) as bridge:
-            url, link_id = await plan_under_review(me)
-            plan = await me.sees(f"📋 Plan “{TITLE}” (revision 1)")
-            assert [b["text"] for b in me.buttons(plan)] == ["Review", "Execute"], "a new Plan comes with its next steps"
+        async with wld_bridge(config, fake, platform, port) as (bridge, world):
+            thread, plan, steps, url = await review_link_in_chat(world)
             await decide(url, "feedback", general="Mention the licence.")
-            revised = await me.sees("Saved Plan", after=link_id)
-            assert "revision 2" in revised["text"], "the revision after feedback is shown"
+            await world.reply_containing(thread, f"📋 Plan “{TITLE}” (revision 2)", timeout=PATIENCE, final=True)  # after the feedback
 
-            await me.says("/plan_review")
-            second = await me.sees("Review revision 2", after=revised["message_id"])
-            await decide(LINK.search(second["text"]).group(1), "approve", revision=2, general="Keep it short.")
-            approval = await me.sees("The review approved revision 2", after=second["message_id"])
-            assert "Keep it short." in approval["text"]
-            question = await me.answers(f"Execute “{TITLE}” now?", "Execute", after=approval["message_id"])
-            mode = await me.answers("be executed?", "All at once", after=question["message_id"])
-            await fake.wait_until(marker.exists, timeout=PATIENCE)  # the validation step is under way
-            streaming = lambda: [m for m in me.messages() if "⚙️ Validation" in m["text"] and m["text"].endswith(" …")]  # noqa: E731
-            await fake.wait_until(lambda: bool(streaming()), timeout=PATIENCE)  # and shown as running
-            await until(lambda: noted(streaming()[0]["message_id"]), "the streaming message noted as unfinished")
+            await world.say(thread, "/plan_review")
+            second, _ = await world.buttons(thread, "Review revision 2", timeout=PATIENCE)
+            await decide(LINK.search(world.current(second)).group(1), "approve", revision=2, general="Keep it short.")
+            question, choices = await world.buttons(thread, f"Execute “{TITLE}” now?", timeout=PATIENCE)
+            approval = await world.reply_containing(thread, "The review approved revision 2", final=True)
+            assert "Keep it short." in world.current(approval)
+            await world.click(question, button(world, choices, "Execute"))
+            mode, modes = await world.buttons(thread, "be executed?", timeout=PATIENCE)
+            await world.click(mode, button(world, modes, "All at once"))
+            await until(marker.exists, "the validation step under way")
+            streaming = lambda: [t for t in world.texts(thread) if "⚙️ Validation" in t and t.endswith(" …")]  # noqa: E731
+            await until(lambda: bool(streaming()), "the validation shown as running")
+            await until(lambda: streaming_noted(platform), "the streaming reply noted as unfinished")
             bridge.proc.kill()
             await bridge.proc.wait()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(int(marker.read_text().split()[0]), signal.SIGKILL)  # the orphaned validation command
-        crashed_at = me.bottom()
-        cut_off = [m["message_id"] for m in me.messages() if m["text"].endswith(" …")]
-        assert cut_off, "the kill left a reply streaming"
+        crashed_at = len(world.texts(thread))
+        assert streaming(), "the kill left a reply streaming"
 
-        async with wld_bridge(config, fake):  # the operator says nothing: the restarted bridge reopens the Session
-            report = await me.sees(f"Work on Plan “{TITLE}” was interrupted (branch {BRANCH})", after=crashed_at)
-            await fake.wait_until(lambda: all(me.text(i).endswith("(interrupted)") for i in cut_off), timeout=PATIENCE)
-            assert not [m["text"] for m in me.messages() if m["text"].endswith("…")], "no message is left streaming"
-            assert "Uncertain: validation" in report["text"] and "has not been repeated" in report["text"]
-            choices = await me.answers("What now?", "Continue", after=report["message_id"])
-            assert choices["message_id"] > report["message_id"], "the choices come below the recovery report"
+        async with wld_bridge(config, fake, platform, port) as (_, world):  # nobody says anything: the bridge reopens the Session
+            report = await world.reply_containing(thread, f"Work on Plan “{TITLE}” was interrupted (branch {BRANCH})", timeout=PATIENCE, final=True)
+            await until(lambda: not any(t.endswith("…") for t in world.texts(thread)), "no message left streaming")
+            assert any("⚙️ Validation" in t and t.endswith("(interrupted)") for t in world.texts(thread)), "the cut-off reply is ended"
+            assert "Uncertain: validation" in world.current(report) and "has not been repeated" in world.current(report)
+            recovery, offered = await world.buttons(thread, "What now?", timeout=PATIENCE)
+            await world.click(recovery, button(world, offered, "Continue"))
 
-            delivery = await me.sees("validation passed. What now?", after=choices["message_id"])
-            outcome = "\n".join(me.text(i) for i in range(choices["message_id"] + 1, delivery["message_id"]))
+            delivery, offered = await world.buttons(thread, "validation passed. What now?", timeout=PATIENCE)
+            said = world.texts(thread)
+            outcome = "\n".join(said[index_of(said, "was interrupted") + 1 : index_of(said, "validation passed. What now?")])
             assert "Validation passed: 1 of 1 commands passed" in outcome, "the validation outcome is shown before the question"
-            await me.answers("validation passed. What now?", "Publish", after=choices["message_id"])
-            published = await me.sees(f"Published branch {BRANCH} at commit", after=delivery["message_id"])
+            await world.click(delivery, button(world, offered, "Publish"))
+            await world.reply_containing(thread, f"Published branch {BRANCH} at commit", timeout=PATIENCE, final=True)
             assert git(project, "show", f"{BRANCH}:README.md") == "hello"
-            order = [revised, approval, mode, report, choices, delivery, published]
-            assert [m["message_id"] for m in order] == sorted(m["message_id"] for m in order), "every step is below the last"
+            said = world.texts(thread)[crashed_at:]
+            order = ["was interrupted", "validation passed. What now?", "Published branch"]
+            assert [index_of(said, text) for text in order] == sorted(index_of(said, text) for text in order), "each step below the last"
 
-            mark = fake.mark()
-            await me.presses(plan, "Review")  # a button from before the restart
-            assert (await fake.wait_for_call("answerCallbackQuery", since=mark))["text"].startswith("This button has expired")
-            await fake.wait_until(lambda: me.text(plan["message_id"]).endswith("(expired)"), timeout=PATIENCE)
-            assert not me.buttons(plan), "its buttons are gone"
+            await world.click(plan, steps[0])  # a button from before the restart
+            await until(lambda: world.current(plan).endswith("(expired)"), "the old Plan message marked expired")
 
 
 @pytest.mark.parametrize("platform", ["discord", "slack"])

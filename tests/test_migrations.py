@@ -91,14 +91,14 @@ async def test_wld_db_status_shows_the_current_and_the_newest_version(wld_databa
     lines = out.splitlines()
     assert lines[1:] == [
         "current:  none (an empty database)",
-        "head:     0008 (Context summaries)",
+        "head:     0009 (Artifact Reviews)",
         "behind: `wld db upgrade` brings it to head (as every wld command does on start)",
     ]
     assert lines[0].startswith("database: ") and wld_database.split("://")[0] in lines[0]
     assert not (wld_home / "wld.db").exists(), "a status changes nothing"
-    assert await run(WLD, "db", "upgrade") == (0, "upgraded from none (an empty database) to 0008 (Context summaries)\n", "")
+    assert await run(WLD, "db", "upgrade") == (0, "upgraded from none (an empty database) to 0009 (Artifact Reviews)\n", "")
     code, out, _ = await run(WLD, "db", "status")
-    assert out.splitlines()[1:] == ["current:  0008 (Context summaries)", "head:     0008 (Context summaries)", "up to date"]
+    assert out.splitlines()[1:] == ["current:  0009 (Artifact Reviews)", "head:     0009 (Artifact Reviews)", "up to date"]
 
 
 def test_a_missing_postgresql_server_skips_with_a_reason_but_fails_where_it_is_required(tmp_path: Path) -> None:

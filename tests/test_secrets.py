@@ -98,11 +98,12 @@ def test_redact_hides_configured_secrets_and_secret_shaped_tokens_in_text() -> N
     install({"channels": {"x": {"signing_secret": "a-configured-secret"}}}, [])
     text = (
         "a-configured-secret; https://api.telegram.org/bot123456:ABCdefGHIjklMNOpqrSTUvwxYZ/getMe; "
-        "postgresql://wld:hunter22@db/wld; xoxb-1234-5678-abcdefgh; https://w.example/review/AbCdEfGhIjKlMnOpQrStUv"
+        "postgresql://wld:hunter22@db/wld; xoxb-1234-5678-abcdefgh; https://w.example/review/AbCdEfGhIjKlMnOpQrStUv; "
+        "https://w.example/artifact/AbCdEfGhIjKlMnOpQrStUv/file/a.png"
     )
     assert redact(text) == (
         f"{REDACTED}; https://api.telegram.org/bot{REDACTED}/getMe; postgresql://wld:{REDACTED}@db/wld; {REDACTED}; "
-        f"https://w.example/review/{REDACTED}"
+        f"https://w.example/review/{REDACTED}; https://w.example/artifact/{REDACTED}/file/a.png"
     )
 
 

@@ -71,6 +71,7 @@ def test_each_table_has_a_record_with_the_same_fields() -> None:
         "plan_sessions": records.PlanSessionLink,
         "reviews": records.ReviewRecord,
         "code_reviews": records.CodeReviewRecord,
+        "artifact_reviews": records.ArtifactReviewRecord,
         "executions": records.ExecutionRecord,
         "execution_steps": records.ExecutionStep,
         "queued_messages": records.QueuedMessage,

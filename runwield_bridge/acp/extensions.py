@@ -63,6 +63,15 @@ class PlanLinkMeta(_Camel):
     label: str = "Review the Plan"
 
 
+class ArtifactReviewMeta(_Camel):
+    """On an ``agent_message_chunk`` whose text carries an Artifact Review's link: a button where possible."""
+
+    url: str
+    path: str
+    expires_at: str = Field(alias="expiresAt")
+    label: str = "Review the file"
+
+
 class PlanActionMeta(_Camel):
     """A next step of a saved Plan: its label and the slash command (a prompt) that takes it."""
 
@@ -96,6 +105,7 @@ class TurnMeta(_Camel):
 
 
 PLAN_LINK: MetaKey[PlanLinkMeta] = MetaKey("planLink", PlanLinkMeta)
+ARTIFACT_REVIEW: MetaKey[ArtifactReviewMeta] = MetaKey("artifactReview", ArtifactReviewMeta)
 PLAN_SAVED: MetaKey[PlanSavedMeta] = MetaKey("planSaved", PlanSavedMeta)
 QUESTION: MetaKey[QuestionMeta] = MetaKey("question", QuestionMeta)
 TURN: MetaKey[TurnMeta] = MetaKey("turn", TurnMeta)

@@ -31,6 +31,7 @@ from pydantic import BaseModel
 from ..core.catalog import BUILTIN_AGENTS, ModelCatalog
 from ..core.commands import Command
 from ..core.events import (
+    ArtifactLink,
     Event,
     MessageChunk,
     Notice,
@@ -46,7 +47,21 @@ from ..core.events import (
 )
 from ..core.records import SessionRecord
 from ..core.runtime import EXTERNAL, NATIVE
-from .extensions import ALIASES, NOTICE, PLAN_LINK, PLAN_SAVED, QUESTION, TURN, PlanActionMeta, PlanLinkMeta, PlanSavedMeta, QuestionMeta, TurnMeta
+from .extensions import (
+    ALIASES,
+    ARTIFACT_REVIEW,
+    NOTICE,
+    PLAN_LINK,
+    PLAN_SAVED,
+    QUESTION,
+    TURN,
+    ArtifactReviewMeta,
+    PlanActionMeta,
+    PlanLinkMeta,
+    PlanSavedMeta,
+    QuestionMeta,
+    TurnMeta,
+)
 from .menus import render_menu
 
 NOTICE_PREFIX = {"info": "ℹ️ ", "success": "✅ ", "warning": "⚠️ ", "error": "❌ "}
@@ -94,6 +109,9 @@ def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> Update
         return _agent_text(f"\n{NOTICE_PREFIX[event.level]}{event.text}\n", None, NOTICE.meta(event.level))
     if isinstance(event, PlanLink):
         return _agent_text(event.text, event.message_id, PLAN_LINK.meta(plan_link_meta(event)))
+    if isinstance(event, ArtifactLink):
+        meta = ArtifactReviewMeta(url=event.url, path=event.path, expires_at=_iso(event.expires_at))
+        return _agent_text(event.text, event.message_id, ARTIFACT_REVIEW.meta(meta))
     if isinstance(event, PlanSaved):
         return _agent_text(event.text, event.message_id, PLAN_SAVED.meta(plan_saved_meta(event)))
     if isinstance(event, SelectionChanged) and catalog is not None:

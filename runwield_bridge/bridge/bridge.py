@@ -23,7 +23,7 @@ from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpda
 from pydantic import ValidationError
 
 from ..acp.client import AgentEndpoint
-from ..acp.extensions import ALIASES, NOTICE, PLAN_SAVED, TURN, PlanSavedMeta
+from ..acp.extensions import ALIASES, ARTIFACT_REVIEW, NOTICE, PLAN_SAVED, TURN, PlanSavedMeta
 from ..config import ConfigError
 from ..redaction import redact
 from .agent_links import AgentLink, AgentUnavailable
@@ -553,6 +553,9 @@ class Bridge:
             if state.aside is None:
                 state.aside = self._open_reply(state)
             state.aside.update(update)
+        if ARTIFACT_REVIEW.read(update) is not None:  # the agent waits for the review: its link's button is shown now
+            state.held = []
+            state.showing = self.background.spawn(self._show_now(agent, session_id, state), f"link:{state.conversation.key}")
 
     def _open_reply(self, state: ConversationState) -> ReplyView:
         """The channel's view for a reply, noting its streaming message where the view can (so a crash cannot leave it ``…``)."""
@@ -580,9 +583,22 @@ class Bridge:
         except Exception as exc:
             log.warning("could not show a saved Plan in %s: %s", conversation.key, exc)
         finally:
-            held, state.held, state.showing = state.held or [], None, None
-            for update in held:
-                self.on_update(agent, session_id, update)
+            self._release(agent, session_id, state)
+
+    async def _show_now(self, agent: str, session_id: str, state: ConversationState) -> None:
+        """Deliver the replies so far as finished (with their link buttons); what the session sends meanwhile follows."""
+        try:
+            await self._pause_replies(state)
+        except Exception as exc:
+            log.warning("could not show a review link in %s: %s", state.conversation.key, exc)
+        finally:
+            self._release(agent, session_id, state)
+
+    def _release(self, agent: str, session_id: str, state: ConversationState) -> None:
+        """Handle the updates held while a message was being shown, in order."""
+        held, state.held, state.showing = state.held or [], None, None
+        for update in held:
+            self.on_update(agent, session_id, update)
 
     def _commands_changed(self, state: ConversationState, commands: tuple[MenuCommand, ...]) -> None:
         state.agent_commands = commands

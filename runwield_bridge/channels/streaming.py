@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..acp.extensions import PLAN_LINK
+from ..acp.extensions import ARTIFACT_REVIEW, PLAN_LINK
 from .budget import ChatBudget, Clock
 from .chunking import split_message
 from .contract import Channel
@@ -38,8 +38,8 @@ SHOWN = ("agent_message_chunk", "tool_call", "tool_call_update")
 
 
 def link_of(update: Any) -> tuple[str, str] | None:
-    """A link the agent marked for a button (RunWield's review link): its URL and label."""
-    link = PLAN_LINK.read(update)
+    """A link the agent marked for a button (RunWield's Plan or Artifact Review link): its URL and label."""
+    link = PLAN_LINK.read(update) or ARTIFACT_REVIEW.read(update)
     return (link.url, link.label) if link is not None else None
 
 

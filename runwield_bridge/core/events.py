@@ -102,6 +102,20 @@ class PlanLink:
 
 
 @dataclass(frozen=True, slots=True)
+class ArtifactLink:
+    """An Artifact Review's link, a message of its own: ``text`` says it with the URL, for the live client only;
+    ``kept`` is what may be stored instead (the same words without the link); the rest are hints."""
+
+    text: str
+    kept: str
+    url: str
+    review_id: str
+    path: str
+    expires_at: float
+    message_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class PlanAction:
     """A next step offered for a Plan: how it is labelled, and the slash command that takes it."""
 
@@ -133,5 +147,6 @@ class TurnSettled:
 
 
 Event = Union[
-    UserMessage, MessageChunk, Thought, ToolProgress, Usage, Notice, SelectionChanged, QuestionAsked, PlanLink, PlanSaved, TurnSettled
+    UserMessage, MessageChunk, Thought, ToolProgress, Usage, Notice, SelectionChanged, QuestionAsked, PlanLink, ArtifactLink, PlanSaved,
+    TurnSettled,
 ]

@@ -161,6 +161,23 @@ class ReviewRecord:
 
 
 @RECORD
+class ArtifactReviewRecord:
+    """A browser review of a file an agent produced, answered once; the link's token is stored only as a hash."""
+
+    id: str
+    session_id: str
+    project_dir: str
+    path: str
+    question: str
+    token_hash: str
+    expires_at: float
+    state: str = "open"  # open | answered | expired | withdrawn
+    feedback: str = ""
+    decided_at: float | None = None
+    created_at: float = field(default_factory=time.time)
+
+
+@RECORD
 class CodeReviewRecord:
     """A browser review of one round of an execution's change; the link's token is stored only as a hash."""
 

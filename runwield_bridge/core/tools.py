@@ -20,8 +20,9 @@ COMMAND_TIMEOUT = 120.0
 class ToolContext:
     """Where a tool runs; how it asks the user a question and for permission to change files or run a command
     (None where nobody can be asked: a change is then refused); where a long tool streams its output so far; what
-    it shows the user once the call has ended (``shown``: a saved Plan, say); and how it starts work that
-    outlives the turn (None where it cannot)."""
+    it shows the user once the call has ended (``shown``: a saved Plan, say), and how it shows something at once,
+    while the call goes on (``show``: a review link it waits on; None where nobody is shown anything); and how it
+    starts work that outlives the turn (None where it cannot)."""
 
     session_id: str
     cwd: Path
@@ -31,6 +32,7 @@ class ToolContext:
     command_timeout: float = COMMAND_TIMEOUT
     shown: list[Event] = field(default_factory=list)
     background: StartBackground | None = None
+    show: Callable[[Event], Awaitable[None]] | None = None
 
     def start_background(self, work: BackgroundWork, title: str) -> str:
         """Run ``work`` after the turn ends; its result comes back as a new turn of the Session. Returns the task id."""

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Awaitable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .events import Event, MessageChunk, Notice, PlanLink, PlanSaved, Thought, ToolProgress, UserMessage
+from .events import ArtifactLink, Event, MessageChunk, Notice, PlanLink, PlanSaved, Thought, ToolProgress, UserMessage
 from .reviews import without_links
 from .records import SessionRecord, TranscriptEntry
 
@@ -84,7 +84,7 @@ def entry_for(event: Event) -> Entry | None:
         return "user", event.text, {"message_id": event.message_id}
     if isinstance(event, MessageChunk):
         return "agent", event.text, {"message_id": event.message_id} | ({"audience": "user"} if event.aside else {})
-    if isinstance(event, PlanLink):
+    if isinstance(event, (PlanLink, ArtifactLink)):
         return "agent", event.kept, {"message_id": event.message_id, "audience": "user"}  # never the link itself
     if isinstance(event, PlanSaved):
         return "agent", event.text, {"message_id": event.message_id, "audience": "user"}

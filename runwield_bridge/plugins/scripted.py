@@ -30,6 +30,7 @@ USD_PER_OUTPUT_TOKEN = 2e-6
 SLOW_CHUNK_DELAY = 1.0  # 15 s in all: time to cancel, overlap or steer even on a busy machine
 SLOW_CHUNKS = 15
 MESSAGE_TEXT = operator.attrgetter("text")
+_REVIEW_ARTIFACT = re.compile(r"\breview the file\s+([\w./-]+)(?:\s+asking\s+(.+))?", re.IGNORECASE | re.DOTALL)
 _READ = re.compile(r"\bread\s+(\S+)", re.IGNORECASE)
 _MAKE_A_PLAN = re.compile(r"\bmake a plan\b(?:\s+(?:to|for|about)\b)?[\s:,-]*(.*)", re.IGNORECASE | re.DOTALL)
 _INTERVIEW = re.compile(r"\binterview\b", re.IGNORECASE)
@@ -109,6 +110,9 @@ def _tool_call_for(prompt: str, position: int) -> ToolCallRequest | None:
     lowered = prompt.lower()
     if _INTERVIEW.search(prompt):
         return ToolCallRequest(f"call-{position}", "user_interview", {"questions": INTERVIEW_QUESTIONS})
+    if match := _REVIEW_ARTIFACT.search(prompt):
+        question = " ".join((match.group(2) or "").split()) or f"Is {match.group(1)} what you wanted?"
+        return ToolCallRequest(f"call-{position}", "request_artifact_review", {"path": match.group(1), "question": question})
     if _MAKE_A_PLAN.search(prompt):
         return ToolCallRequest(f"call-{position}", "write_plan", scripted_plan(prompt))
     if match := _REVISE_PLAN.search(prompt):

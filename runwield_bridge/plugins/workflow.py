@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..core.artifact_reviews import ArtifactReviews, artifact_review_tool
 from ..core.commands import Command
 from ..core.plan_commands import PlanCommands
 from ..core.plans import plan_tools
@@ -16,13 +17,15 @@ NAME = "runwield_bridge.plugins.workflow"
 
 @dataclass(frozen=True)
 class PlanWorkflow:
-    """Registers ``write_plan`` and ``revise_plan`` and the Plan commands (``/load-plan``, ``/plan-review``)."""
+    """Registers ``write_plan``, ``revise_plan`` and ``request_artifact_review`` and the Plan commands (``/load-plan``,
+    ``/plan-review``)."""
 
     commands: PlanCommands
+    artifacts: ArtifactReviews
 
     @hookimpl
     def register_tools(self, register: Callable[[Tool], None]) -> None:
-        for tool in plan_tools(self.commands.plans):
+        for tool in (*plan_tools(self.commands.plans), artifact_review_tool(self.artifacts)):
             register(tool)
 
     @hookimpl

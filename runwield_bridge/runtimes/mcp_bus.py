@@ -91,7 +91,7 @@ async def run_tool(tool: Tool | None, name: str, arguments: dict[str, Any], requ
     if request is None:
         return NOT_IN_A_TURN, True
     ask = request.ask
-    context = ToolContext(request.session.id, request.cwd, lambda question: ask(question, None))
+    context = ToolContext(request.session.id, request.cwd, lambda question: ask(question, None), show=request.emit)
     try:
         return await tool.run(arguments, context), False
     except ToolError as exc:

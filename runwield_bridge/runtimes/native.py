@@ -242,6 +242,7 @@ class TurnRunner:
             progress=progress,
             command_timeout=self.command_timeout,
             background=self.background,
+            show=self.emit,
         )
 
     def _asker(self, call_id: str) -> Callable[[Question], Awaitable[Outcome]] | None:

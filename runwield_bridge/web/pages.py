@@ -6,6 +6,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from ..config import ConfigError, WebConfig
+from ..core.artifact_reviews import ArtifactReviews
 from ..core.code_reviews import CodeReviewHub
 from ..core.reviews import ReviewHub, ReviewUnavailable
 
@@ -14,11 +15,12 @@ if TYPE_CHECKING:
 
 
 class LazyReviewServer:
-    """Review pages (Plan and Code Review) on the ``[web] listen`` server, started by the first review."""
+    """Review pages (Plan, Code and Artifact Reviews) on the ``[web] listen`` server, started by the first review."""
 
-    def __init__(self, config: WebConfig, hub: ReviewHub, code_reviews: CodeReviewHub | None = None) -> None:
+    def __init__(self, config: WebConfig, hub: ReviewHub, artifacts: ArtifactReviews, code_reviews: CodeReviewHub | None = None) -> None:
         self.config = config
         self.hub = hub
+        self.artifacts = artifacts
         self.code_reviews = code_reviews
         self._server: WebServer | None = None
         self._running = False
@@ -29,6 +31,7 @@ class LazyReviewServer:
     def server(self) -> WebServer:
         """The web server with the review routes (other routes, such as webhooks, may be added before it starts)."""
         if self._server is None:
+            from .artifact_review import add_artifact_routes
             from .review import add_review_routes
             from .server import WebServer
 
@@ -38,6 +41,7 @@ class LazyReviewServer:
                 from .code_review import add_code_review_routes
 
                 add_code_review_routes(self._server, self.code_reviews)
+            add_artifact_routes(self._server, self.artifacts)
         return self._server
 
     async def base_url(self) -> str:

@@ -3,6 +3,7 @@
   "tools"      lists the tools of every MCP server it was given and says their names ("tools: none" for none)
   "interview"  calls user_interview ("Which colour?", red or blue) on the server offering it and says the result
   "plan"       calls write_plan ("A greeting file") on the server offering it and says the result
+  "review"     calls request_artifact_review (notes.md, "Are the notes right?") on the server offering it and says the result
   "stream"     sends a thought, a plan, usage (with a cost) and then says "done"
   anything else says which of its sessions it is in ("session <id>")
 It offers session/resume (not session/load): resuming takes the id and the MCP servers it is given.
@@ -84,6 +85,10 @@ class McpAgent:
             plan = {"title": "A greeting file", "body": "# A greeting file\n\nWrite hello.txt saying hello.\n\n## Steps\n\n1. Write hello.txt"}
             result = await with_server(servers[0], lambda s: s.call_tool("write_plan", plan))
             reply = "plan: " + "".join(c.text for c in result.content if c.type == "text")
+        elif "review" in text:
+            asked = {"path": "notes.md", "question": "Are the notes right?"}
+            result = await with_server(servers[0], lambda s: s.call_tool("request_artifact_review", asked))
+            reply = "review: " + "".join(c.text for c in result.content if c.type == "text")
         else:
             reply = f"session {session_id}"
         await self.conn.session_update(session_id, update_agent_message(text_block(reply)))

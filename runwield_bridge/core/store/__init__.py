@@ -10,6 +10,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from ..locks import Locks, file_locks
 from ..records import (
+    ArtifactReviewRecord,
     Binding,
     ClientRequest,
     ExecutionRecord,
@@ -22,6 +23,7 @@ from ..records import (
     SessionRecord,
     TranscriptEntry,
 )
+from .artifact_reviews import ArtifactReviewRepository
 from .base import Conflict
 from .bridge import BridgeStateRepository
 from .code_reviews import CodeReviewRepository
@@ -39,6 +41,7 @@ from .summaries import SummaryRepository
 from .workspace import WorkspaceRepository
 
 __all__ = [
+    "ArtifactReviewRecord",
     "Binding",
     "ClientRequest",
     "Conflict",
@@ -62,11 +65,11 @@ POOL_TIMEOUT_SECONDS = 600
 
 class Store:
     """The database (SQLite in WAL mode unless the URL names another, PostgreSQL say) and its repositories: ``sessions``
-    (with transcripts and turns), ``plans``, ``reviews``, ``code_reviews``, ``executions``, ``bridge`` (bindings, update
-    claims and unfinished chat messages), ``workspace`` (client request ids, Workspace logins) and ``summaries`` (what
-    compaction wrote); and the writer locks that go with it. On PostgreSQL also ``instances`` (leases, conversation
-    owners and handoffs between ``wld bridge`` instances); ``notifier`` wakes waiters in other processes there
-    (``LISTEN/NOTIFY``), else in this one."""
+    (with transcripts and turns), ``plans``, ``reviews``, ``code_reviews``, ``artifact_reviews``, ``executions``,
+    ``bridge`` (bindings, update claims and unfinished chat messages), ``workspace`` (client request ids, Workspace
+    logins) and ``summaries`` (what compaction wrote); and the writer locks that go with it. On PostgreSQL also
+    ``instances`` (leases, conversation owners and handoffs between ``wld bridge`` instances); ``notifier`` wakes
+    waiters in other processes there (``LISTEN/NOTIFY``), else in this one."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -90,6 +93,7 @@ class Store:
         self.plans = PlanRepository(connect, self.database)
         self.reviews = ReviewRepository(connect, self.database)
         self.code_reviews = CodeReviewRepository(connect, self.database)
+        self.artifact_reviews = ArtifactReviewRepository(connect, self.database)
         self.executions = ExecutionRepository(connect, self.database)
         self.bridge = BridgeStateRepository(connect, self.database)
         self.workspace = WorkspaceRepository(connect, self.database)

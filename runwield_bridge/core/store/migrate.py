@@ -18,7 +18,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 MIGRATIONS = Path(__file__).with_name("migrations")
-HEAD = "0008"
+HEAD = "0009"
 """The newest migration (a test holds it to ``migrations/versions``): a database stamped with it needs nothing."""
 ADDED_IN_0_2_0 = frozenset({"turns", "seen_updates"})
 MIGRATION_LOCK = 0x52_57_64_62_6D_69_67  # "RWdbmig": the PostgreSQL advisory lock migrations run under

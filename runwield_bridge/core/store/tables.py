@@ -117,6 +117,23 @@ class ReviewRow(SQLModel, table=True):
     created_at: float = Field(default_factory=time.time)
 
 
+class ArtifactReviewRow(SQLModel, table=True):
+    """A browser review of a file an agent produced, answered once; the link's token is stored only as a hash."""
+
+    __tablename__ = "artifact_reviews"
+    id: str = Field(primary_key=True)
+    session_id: str
+    project_dir: str
+    path: str
+    question: str
+    token_hash: str = Field(unique=True, index=True)
+    expires_at: float
+    state: str = "open"  # open | answered | expired | withdrawn
+    feedback: str = ""
+    decided_at: float | None = None
+    created_at: float = Field(default_factory=time.time)
+
+
 class ExecutionRow(SQLModel, table=True):
     """An approved Plan being carried out in a RunWield-owned worktree and branch."""
 
