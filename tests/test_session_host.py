@@ -16,7 +16,7 @@ from runwield_bridge.config import load_settings
 from runwield_bridge.core.catalog import UnknownChoice
 from runwield_bridge.core.events import Event, MessageChunk, Thought, ToolProgress, TurnSettled, Usage, UserMessage
 from runwield_bridge.core import locks
-from runwield_bridge.core.locks import WriterLock
+from runwield_bridge.core.locks import FileLocks, lock_key
 from runwield_bridge.core.models import ModelInfo, ModelUsage, TextDelta, ToolCallRequest
 from runwield_bridge.core.sessions import SessionBusy
 from runwield_bridge.core.tools import Tool, ToolSpec
@@ -258,24 +258,24 @@ async def test_the_store_is_a_sqlite_file_in_wal_mode(tmp_path: Path, wld_home: 
 CHECKER = """
 import sys
 from pathlib import Path
-from runwield_bridge.core.locks import WriterLock
+from runwield_bridge.core.locks import FileLocks, lock_key
 
-lock = WriterLock(Path(sys.argv[1]), "ses_checked")
+locks, key = FileLocks(Path(sys.argv[1])), lock_key("ses_checked")
 print("ready", flush=True)
-print(sum(lock.taken() for _ in range(int(sys.argv[2]))), flush=True)
+print(sum(locks.taken(key) for _ in range(int(sys.argv[2]))), flush=True)
 """
 
 
 def test_checking_a_writer_from_another_process_never_refuses_it(tmp_path: Path) -> None:
     """Another process checks a Session's writer as fast as it can while this one takes and releases it: every
     take succeeds, and the checks saw it taken. Checking is not holding."""
-    lock = WriterLock(tmp_path, "ses_checked")
+    lock, key = FileLocks(tmp_path), lock_key("ses_checked")
     checker = subprocess.Popen([sys.executable, "-c", CHECKER, str(tmp_path), "200000"], stdout=subprocess.PIPE, text=True)
     assert checker.stdout is not None and checker.stdout.readline() == "ready\n"
     takes, deadline = 0, time.monotonic() + 120
     while checker.poll() is None and time.monotonic() < deadline:
-        assert lock.try_acquire(), f"take {takes + 1} was refused while another process only checked"
-        lock.release()
+        assert lock.take(key), f"take {takes + 1} was refused while another process only checked"
+        lock.let_go(key)
         takes += 1
     seen_taken = int(checker.stdout.read())
     assert checker.wait() == 0 and takes > 1000 and seen_taken > 0, "the checks overlapped the takes"
@@ -284,10 +284,10 @@ def test_checking_a_writer_from_another_process_never_refuses_it(tmp_path: Path)
 @pytest.mark.parametrize("ofd", [True, False], ids=["ofd-locks", "flock"])
 def test_a_writer_excludes_another_until_released_with_either_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ofd: bool) -> None:
     """Linux's open-file-description locks, and flock(2) where they are missing (macOS): one writer at a time."""
-    monkeypatch.setattr(locks, "_OFD", ofd)
-    first, second = WriterLock(tmp_path, "ses_one"), WriterLock(tmp_path, "ses_one")
-    assert not second.taken() and first.try_acquire()
-    assert second.taken() and not second.try_acquire(), "a second writer is refused while the first holds it"
-    first.release()
-    assert not second.taken() and second.try_acquire() and first.taken()
-    second.release()
+    monkeypatch.setattr(locks, "OFD_LOCKS", ofd)
+    first, second, key = FileLocks(tmp_path), FileLocks(tmp_path), lock_key("ses_one")
+    assert not second.taken(key) and first.take(key)
+    assert second.taken(key) and not second.take(key), "a second writer is refused while the first holds it"
+    first.let_go(key)
+    assert not second.taken(key) and second.take(key) and first.taken(key)
+    second.let_go(key)

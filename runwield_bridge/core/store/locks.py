@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 
 from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from ..locks import lock_key
 
 log = logging.getLogger(__name__)
 
@@ -22,11 +23,6 @@ HELD = text(
     " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
     " AND classid = :high AND objid = :low)"
 )
-
-
-def lock_key(name: str) -> int:
-    """The advisory lock's key for a name: 63 bits of its hash (a non-negative bigint)."""
-    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big") >> 1
 
 
 class AdvisoryLocks:
