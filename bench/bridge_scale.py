@@ -96,7 +96,7 @@ async def measure(size: int, database_server: str | None = None) -> dict[str, An
 async def measure_on(size: int, database: dict[str, str]) -> dict[str, Any]:
     from runwield_bridge.acp import session_methods
     from runwield_bridge.app import InProcessAgent
-    from runwield_bridge.app import App, freeze_startup_heap
+    from runwield_bridge.app import App, freeze_long_lived_heap
     from runwield_bridge.bridge.bridge import Bridge
     from runwield_bridge.bridge.inbox import ChannelInbox
     from runwield_bridge.channels.budget import ChatBudget
@@ -147,7 +147,7 @@ async def measure_on(size: int, database: dict[str, str]) -> dict[str, Any]:
     home = tempfile.mkdtemp(prefix="wld-bench-")
     settings = Settings.model_validate({"home": home, "sessions": {"model": "bench"}, **database})
     app = await App.start(settings, plugins)
-    freeze_startup_heap()  # as `wld bridge` does once started
+    freeze_long_lived_heap()  # as `wld bridge` does once started
     channel = NullChannel()
     bindings = app.store.bridge
     bridge = Bridge({"runwield": InProcessAgent(app.session_host)}, bindings)

@@ -75,8 +75,9 @@ class TurnJournal:
 
     async def end(self, stop_reason: str, **changes: Any) -> SessionRecord | None:
         """Settle the turn: what is still kept, the settled mark and Session changes, in one transaction."""
-        if self._timer is not None:
-            self._timer.cancel()
+        timer, self._timer = self._timer, None  # not kept: a cancelled timer would hold this journal in a cycle
+        if timer is not None:
+            timer.cancel()
         return await self._write(self.sessions.end_turn(self.session_id, self.turn_id, stop_reason, self._take(), **changes))
 
     def _add(self, entry: Entry) -> None:
