@@ -46,7 +46,7 @@ def lock_key(name: str) -> int:
     return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big") >> 1
 
 
-SHARDS = 16
+SHARDS = 64
 """Lock files per directory. The kernel walks every lock on a file to take one, so the locks of many turns are
 spread over a few files, each opened once by each `FileLocks` (docs/benchmarks.md)."""
 
