@@ -144,7 +144,7 @@ async def test_a_follow_up_turn_waits_for_another_process_to_let_go_of_the_sessi
     world.runtime.go_on.set()
     assert (await world.host.prompt(record.id, "/queue", world.sink)).stop_reason == "end_turn"
     other, key = FileLocks(world.tmp_path / "locks"), lock_key(record.id)  # another open file: to the OS, another writer
-    assert other.take(key)
+    assert await other.try_lock(key)
     try:
         decided.set_result(None)
         waiting_thread = f"writer-wait:{key:016x}"  # the follow-up found the writer taken: the OS tells it when it is free

@@ -11,7 +11,7 @@ import hashlib
 import os
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -39,6 +39,24 @@ class Lock(Protocol):
 
 Locks = Callable[[str], Lock]
 """The lock of a name (a Session id, ``plan-<id>``)."""
+
+
+class Holders(Protocol):
+    """Every lock a process holds in one place, by key, each given to one holder at a time (`NamedLock`)."""
+
+    def holds(self, key: int) -> bool: ...
+
+    async def try_lock(self, key: int) -> bool: ...
+
+    async def unlock(self, key: int) -> None: ...
+
+    async def taken(self, key: int) -> bool:
+        """Whether any writer (here or in another process) holds ``key``, checked without taking it."""
+        ...
+
+    async def released(self, key: int) -> None:
+        """Return once no other process holds ``key`` (without taking it)."""
+        ...
 
 
 def lock_key(name: str) -> int:
@@ -82,17 +100,12 @@ class ByteLocks:
 
     def wait(self, key: int) -> None:
         """Block until no other file description holds the byte; a descriptor of its own only while waiting."""
-        fd = os.open(self._path(key), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
+        with _opened(self._path(key)) as fd:
             fcntl.fcntl(fd, fcntl.F_OFD_SETLKW, _byte(fcntl.F_WRLCK, key))
             fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _byte(fcntl.F_UNLCK, key))
-        finally:
-            os.close(fd)
 
     def close(self) -> None:
-        files, self._files = self._files, {}
-        for fd in files.values():
-            os.close(fd)
+        _close_all(self._files)
 
     def _path(self, key: int) -> Path:
         return self.directory / f"writers-{key % SHARDS:02}.lock"
@@ -132,16 +145,11 @@ class NameFiles:
         return False
 
     def wait(self, key: int) -> None:
-        fd = _open(self._path(key))
-        try:
+        with _opened(self._path(key)) as fd:
             fcntl.flock(fd, fcntl.LOCK_EX)
-        finally:
-            os.close(fd)
 
     def close(self) -> None:
-        held, self._held = self._held, {}
-        for fd in held.values():
-            os.close(fd)
+        _close_all(self._held)
 
     def _path(self, key: int) -> Path:
         return self.directory / f"{key:016x}.lock"
@@ -156,28 +164,28 @@ class FileLocks:
         self.os = ByteLocks(directory) if OFD_LOCKS else NameFiles(directory)
         self._held: set[int] = set()
 
-    def __call__(self, name: str) -> FileLock:
-        return FileLock(self, name)
+    def __call__(self, name: str) -> NamedLock:
+        return NamedLock(self, name)
 
     def holds(self, key: int) -> bool:
         return key in self._held
 
-    def take(self, key: int) -> bool:
+    async def try_lock(self, key: int) -> bool:
         if key in self._held or not self.os.take(key):
             return False
         self._held.add(key)
         return True
 
-    def let_go(self, key: int) -> None:
+    async def unlock(self, key: int) -> None:
         if key in self._held:
             self._held.discard(key)
             self.os.let_go(key)
 
-    def taken(self, key: int) -> bool:
+    async def taken(self, key: int) -> bool:
         return key in self._held or self.os.other_holds(key)
 
     async def released(self, key: int) -> None:
-        """Return once no other process holds ``key``. The OS wakes a waiting thread when the holder lets go (or its
+        """The OS wakes a waiting thread when the holder lets go (or its
         process dies): nothing polls. The thread takes the lock only for a moment; take it next."""
         loop = asyncio.get_running_loop()
         freed: asyncio.Future[None] = loop.create_future()
@@ -197,33 +205,33 @@ class FileLocks:
         self.os.close()
 
 
-class FileLock:
-    """One name's lock in `FileLocks`; see `Lock`."""
+class NamedLock:
+    """One name's lock among the locks a process holds (`FileLocks`, the store's advisory locks); see `Lock`."""
 
-    def __init__(self, locks: FileLocks, name: str) -> None:
-        self.locks = locks
+    def __init__(self, holders: Holders, name: str) -> None:
+        self.holders = holders
         self.key = lock_key(name)
         self._mine = False
 
     @property
     def held(self) -> bool:
-        return self._mine and self.locks.holds(self.key)
+        return self._mine and self.holders.holds(self.key)
 
     async def try_acquire(self) -> bool:
         if not self.held:
-            self._mine = self.locks.take(self.key)
+            self._mine = await self.holders.try_lock(self.key)
         return self._mine
 
     async def release(self) -> None:
         if self._mine:
             self._mine = False
-            self.locks.let_go(self.key)
+            await asyncio.shield(self.holders.unlock(self.key))
 
     async def taken(self) -> bool:
-        return self.locks.taken(self.key)
+        return await self.holders.taken(self.key)
 
     async def released(self) -> None:
-        await self.locks.released(self.key)
+        await self.holders.released(self.key)
 
 
 def _byte(kind: int, key: int) -> bytes:
@@ -236,3 +244,17 @@ def _open(path: Path) -> int:
     except FileNotFoundError:  # no lock directory yet: made once, not on every turn
         path.parent.mkdir(parents=True, exist_ok=True)
         return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+
+
+@contextlib.contextmanager
+def _opened(path: Path) -> Iterator[int]:
+    fd = _open(path)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _close_all(descriptors: dict[int, int]) -> None:
+    while descriptors:
+        os.close(descriptors.popitem()[1])
