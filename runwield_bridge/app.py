@@ -208,11 +208,21 @@ class InProcessAgent:
                 await conn.close()
 
 
-def freeze_startup_heap() -> None:
+def freeze_long_lived_heap() -> None:
     """For a process that serves for long (``wld bridge``, ``wld acp``, ``wld workspace``), once it has started: what
-    it holds by then (the modules, the plugins, the store) is kept out of the garbage collector's full collections,
-    which then walk only what the process made since, and pause about a third less (docs/benchmarks.md)."""
+    it holds by then (the modules, the plugins, the store), and after each full collection what survived it, is kept
+    out of later full collections, which so walk only what the process made since the last one: their pauses stay
+    short however many conversations and turns it holds (docs/benchmarks.md). The price: a cycle among objects that
+    survived a full collection is never freed, so what a turn or a conversation makes must not form cycles (the
+    objects are freed when the last reference goes, as most are)."""
     gc.freeze()
+    if _freeze_survivors not in gc.callbacks:
+        gc.callbacks.append(_freeze_survivors)
+
+
+def _freeze_survivors(phase: str, info: dict[str, int]) -> None:
+    if phase == "stop" and info["generation"] == 2:
+        gc.freeze()
 
 
 def bridge_instances(store: Store) -> Instances | None:

@@ -36,10 +36,10 @@ async def cmd_acp(args: argparse.Namespace, settings: Settings) -> int:
 
     async def start_host() -> SessionHost:
         """Started once ``initialize`` is answered: the store, the plugins and the Session Host."""
-        from .app import App, freeze_startup_heap
+        from .app import App, freeze_long_lived_heap
 
         started.append(await App.start(settings))
-        freeze_startup_heap()
+        freeze_long_lived_heap()
         return started[0].session_host
 
     configured_vision = any(model.vision for model in settings.models.values())  # what initialize can say before the host
@@ -62,14 +62,14 @@ async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
-    from .app import App, agent_endpoints, bridge_instances, freeze_startup_heap, open_workspace
+    from .app import App, agent_endpoints, bridge_instances, freeze_long_lived_heap, open_workspace
     from .bridge.runner import NO_CHANNELS, BridgeService, run_bridge
 
     if not settings.channels:  # before anything is created
         print(NO_CHANNELS, file=sys.stderr)
         return 2
     app = await App.start(settings)
-    freeze_startup_heap()
+    freeze_long_lived_heap()
     try:
         pages = app.review_pages
         agents = agent_endpoints(settings, app.session_host)
@@ -83,10 +83,10 @@ async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_workspace(args: argparse.Namespace, settings: Settings) -> int:
-    from .app import App, freeze_startup_heap, serve_workspace
+    from .app import App, freeze_long_lived_heap, serve_workspace
 
     app = await App.start(settings)
-    freeze_startup_heap()
+    freeze_long_lived_heap()
     try:
         return await serve_workspace(app, open_browser=args.open)
     finally:

@@ -16,7 +16,7 @@ from runwield_bridge.config import load_settings
 from runwield_bridge.core.catalog import UnknownChoice
 from runwield_bridge.core.events import Event, MessageChunk, Thought, ToolProgress, TurnSettled, Usage, UserMessage
 from runwield_bridge.core import locks
-from runwield_bridge.core.locks import WriterLock
+from runwield_bridge.core.locks import FileLocks, lock_key
 from runwield_bridge.core.models import ModelInfo, ModelUsage, TextDelta, ToolCallRequest
 from runwield_bridge.core.sessions import SessionBusy
 from runwield_bridge.core.tools import Tool, ToolSpec
@@ -256,38 +256,41 @@ async def test_the_store_is_a_sqlite_file_in_wal_mode(tmp_path: Path, wld_home: 
 
 
 CHECKER = """
-import sys
+import asyncio, sys
 from pathlib import Path
-from runwield_bridge.core.locks import WriterLock
+from runwield_bridge.core.locks import FileLocks, lock_key
 
-lock = WriterLock(Path(sys.argv[1]), "ses_checked")
-print("ready", flush=True)
-print(sum(lock.taken() for _ in range(int(sys.argv[2]))), flush=True)
+async def main():
+    locks, key = FileLocks(Path(sys.argv[1])), lock_key("ses_checked")
+    print("ready", flush=True)
+    print(sum([await locks.taken(key) for _ in range(int(sys.argv[2]))]), flush=True)
+
+asyncio.run(main())
 """
 
 
-def test_checking_a_writer_from_another_process_never_refuses_it(tmp_path: Path) -> None:
+async def test_checking_a_writer_from_another_process_never_refuses_it(tmp_path: Path) -> None:
     """Another process checks a Session's writer as fast as it can while this one takes and releases it: every
     take succeeds, and the checks saw it taken. Checking is not holding."""
-    lock = WriterLock(tmp_path, "ses_checked")
+    lock, key = FileLocks(tmp_path), lock_key("ses_checked")
     checker = subprocess.Popen([sys.executable, "-c", CHECKER, str(tmp_path), "200000"], stdout=subprocess.PIPE, text=True)
     assert checker.stdout is not None and checker.stdout.readline() == "ready\n"
     takes, deadline = 0, time.monotonic() + 120
     while checker.poll() is None and time.monotonic() < deadline:
-        assert lock.try_acquire(), f"take {takes + 1} was refused while another process only checked"
-        lock.release()
+        assert await lock.try_lock(key), f"take {takes + 1} was refused while another process only checked"
+        await lock.unlock(key)
         takes += 1
     seen_taken = int(checker.stdout.read())
     assert checker.wait() == 0 and takes > 1000 and seen_taken > 0, "the checks overlapped the takes"
 
 
 @pytest.mark.parametrize("ofd", [True, False], ids=["ofd-locks", "flock"])
-def test_a_writer_excludes_another_until_released_with_either_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ofd: bool) -> None:
+async def test_a_writer_excludes_another_until_released_with_either_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ofd: bool) -> None:
     """Linux's open-file-description locks, and flock(2) where they are missing (macOS): one writer at a time."""
-    monkeypatch.setattr(locks, "_OFD", ofd)
-    first, second = WriterLock(tmp_path, "ses_one"), WriterLock(tmp_path, "ses_one")
-    assert not second.taken() and first.try_acquire()
-    assert second.taken() and not second.try_acquire(), "a second writer is refused while the first holds it"
-    first.release()
-    assert not second.taken() and second.try_acquire() and first.taken()
-    second.release()
+    monkeypatch.setattr(locks, "OFD_LOCKS", ofd)
+    first, second = FileLocks(tmp_path)("ses_one"), FileLocks(tmp_path)("ses_one")
+    assert not await second.taken() and await first.try_acquire()
+    assert await second.taken() and not await second.try_acquire(), "a second writer is refused while the first holds it"
+    await first.release()
+    assert not await second.taken() and await second.try_acquire() and await first.taken()
+    await second.release()

@@ -17,7 +17,7 @@ from waiting import PATIENCE, until
 from runwield_bridge.core.catalog import ModelCatalog
 from runwield_bridge.core.commands import Command, CommandContext, CommandRegistry
 from runwield_bridge.core.events import Event, MessageChunk, TurnSettled
-from runwield_bridge.core.locks import WriterLock
+from runwield_bridge.core.locks import FileLocks, lock_key
 from runwield_bridge.core.models import ModelInfo
 from runwield_bridge.core.runtime import Runtime, TurnRequest, TurnResult
 from runwield_bridge.core.sessions import SessionHost
@@ -143,14 +143,14 @@ async def test_a_follow_up_turn_waits_for_another_process_to_let_go_of_the_sessi
     world.queue.after = decided
     world.runtime.go_on.set()
     assert (await world.host.prompt(record.id, "/queue", world.sink)).stop_reason == "end_turn"
-    other = WriterLock(world.tmp_path / "locks", record.id)  # another open file: to the OS, another writer
-    assert other.try_acquire()
+    other, key = FileLocks(world.tmp_path / "locks"), lock_key(record.id)  # another open file: to the OS, another writer
+    assert await other.try_lock(key)
     try:
         decided.set_result(None)
-        waiting_thread = f"writer-wait:{record.id}"  # the follow-up found the writer taken: the OS tells it when it is free
+        waiting_thread = f"writer-wait:{key:016x}"  # the follow-up found the writer taken: the OS tells it when it is free
         await until(lambda: any(t.name == waiting_thread for t in threading.enumerate()), "the follow-up waiting for the writer")
         assert not world.queue.next_ran.is_set(), "the follow-up does not run while another process holds the Session"
     finally:
-        other.release()
+        other.close()
     await world.settled(2)
     assert world.said()[-2:] == ["the follow-up ran", "settled:end_turn"]

@@ -49,6 +49,7 @@ from ..core.sessions import (
     SessionHost,
     SessionNotFound,
 )
+from ..core.shortage import OutOfResources
 from ..core.steering import SteeringRejected
 from .effects import EffectLedger
 from .extensions import NAMESPACE, REVISION, HistoryPage, HistoryRequest, SteeringAnswer, meta_of
@@ -180,8 +181,8 @@ class SessionMethods:
             result = await self.host.prompt(session_id, text, self.emitter(session_id), forms=self._forms(session_id), images=images)
         except ImagesUnsupported as exc:
             raise RequestError.invalid_params({"sessionId": session_id, "details": str(exc)}) from None
-        except (SessionBusy, QuestionPending) as exc:
-            reason = "busy" if isinstance(exc, SessionBusy) else "questionPending"
+        except (SessionBusy, QuestionPending, OutOfResources) as exc:
+            reason = {SessionBusy: "busy", QuestionPending: "questionPending"}.get(type(exc), "outOfResources")
             raise _busy(session_id, str(exc), reason, prompt=text) from None
         return await self._with_revision(_stop_reason(result, session_id), request)
 

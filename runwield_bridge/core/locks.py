@@ -1,26 +1,19 @@
 """One writer per Session across processes: a lock held only during a turn, and a check that takes nothing. On SQLite
-it is an advisory file lock on this host (`WriterLock`); on PostgreSQL the store hands out advisory locks in the
-database instead (``core/store/locks.py``), so it holds across hosts. The Session Host sees either as a `Lock`."""
+it is an advisory lock on this host (`FileLocks`); on PostgreSQL the store hands out advisory locks in the database
+instead (``core/store/locks.py``), so it holds across hosts. The Session Host sees either as a `Lock`."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import fcntl
+import hashlib
 import os
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
-
-# Linux `struct flock` (l_type, l_whence, l_start, l_len, l_pid), for open-file-description locks: a zero start
-# and length cover the whole file. Unlike flock(2), these can be tested (F_OFD_GETLK) without being taken.
-# Elsewhere (macOS, BSD) flock(2) stands in, and a check takes the lock for a moment.
-_OFD = hasattr(fcntl, "F_OFD_GETLK")
-_FLOCK = struct.Struct("hhqqixxxx")
-_WHOLE_FILE = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
-_UNLOCK = _FLOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, 0, 0, 0)
 
 
 class Lock(Protocol):
@@ -48,127 +41,220 @@ Locks = Callable[[str], Lock]
 """The lock of a name (a Session id, ``plan-<id>``)."""
 
 
-class FileLock:
-    """`WriterLock` as a `Lock`: the same file lock, the same behaviour."""
+class Holders(Protocol):
+    """Every lock a process holds in one place, by key, each given to one holder at a time (`NamedLock`)."""
 
-    def __init__(self, directory: Path, name: str) -> None:
-        self.file = WriterLock(directory, name)
+    def holds(self, key: int) -> bool: ...
 
-    @property
-    def held(self) -> bool:
-        return self.file.held
+    async def try_lock(self, key: int) -> bool: ...
 
-    async def try_acquire(self) -> bool:
-        return self.file.try_acquire()
+    async def unlock(self, key: int) -> None: ...
 
-    async def release(self) -> None:
-        self.file.release()
+    async def taken(self, key: int) -> bool:
+        """Whether any writer (here or in another process) holds ``key``, checked without taking it."""
+        ...
 
-    async def taken(self) -> bool:
-        return self.file.taken()
-
-    async def released(self) -> None:
-        await self.file.released()
+    async def released(self, key: int) -> None:
+        """Return once no other process holds ``key`` (without taking it)."""
+        ...
 
 
-def file_locks(directory: Path) -> Locks:
-    """Locks that are files in ``directory`` (one host)."""
-    return lambda name: FileLock(directory, name)
+def lock_key(name: str) -> int:
+    """A lock's key for a name: 63 bits of its hash (a non-negative bigint, and a byte offset in a lock file)."""
+    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big") >> 1
 
 
-class WriterLock:
-    """A non-blocking exclusive lock on ``<dir>/<session_id>.lock``; the OS drops it if the process dies."""
+SHARDS = 64
+"""Lock files per directory. The kernel walks every lock on a file to take one, so the locks of many turns are
+spread over a few files, each opened once by each `FileLocks` (docs/benchmarks.md)."""
 
-    def __init__(self, directory: Path, session_id: str) -> None:
-        self.path = directory / f"{session_id}.lock"
-        self._fd: int | None = None
+OFD_LOCKS = hasattr(fcntl, "F_OFD_SETLK")
+"""Whether the OS has open-file-description locks (Linux 3.15 or later)."""
 
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
+# Linux `struct flock` (l_type, l_whence, l_start, l_len, l_pid) for open-file-description locks on one byte.
+_FLOCK = struct.Struct("hhqqixxxx")
 
-    def try_acquire(self) -> bool:
-        if self._fd is not None:
-            return True
+
+class ByteLocks:
+    """The OS side on Linux: the key's byte in one of `SHARDS` files, locked by open file description (``F_OFD_SETLK``):
+    a lock costs no descriptor of its own, and another file description (another process) can test it without
+    taking it. Locks on one description never conflict, so `FileLocks` keeps this process's holders apart."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._files: dict[int, int] = {}  # shard -> the descriptor every lock on it goes through
+
+    def take(self, key: int) -> bool:
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        except FileNotFoundError:  # no lock directory yet: made once, not on every turn
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            _lock(fd)
+            fcntl.fcntl(self._file(key), fcntl.F_OFD_SETLK, _byte(fcntl.F_WRLCK, key))
         except (BlockingIOError, PermissionError):
-            os.close(fd)
             return False
-        os.pwrite(fd, f"{os.getpid():>10}\n".encode(), 0)  # who holds it, for a person looking
-        self._fd = fd
         return True
 
-    def release(self) -> None:
-        if self._fd is None:
-            return
-        os.close(self._fd)  # closing the only descriptor of the open file releases its lock
-        self._fd = None
+    def let_go(self, key: int) -> None:
+        fcntl.fcntl(self._file(key), fcntl.F_OFD_SETLK, _byte(fcntl.F_UNLCK, key))
 
-    def taken(self) -> bool:
-        """Whether any writer, in any process (this one too), holds the lock. Takes nothing, so checking
-        never makes another process's turn find the Session busy."""
-        if self._fd is not None:
-            return True
+    def other_holds(self, key: int) -> bool:
+        found = fcntl.fcntl(self._file(key), fcntl.F_OFD_GETLK, _byte(fcntl.F_WRLCK, key))
+        return _FLOCK.unpack(found)[0] != fcntl.F_UNLCK
+
+    def wait(self, key: int) -> None:
+        """Block until no other file description holds the byte; a descriptor of its own only while waiting."""
+        with _opened(self._path(key)) as fd:
+            fcntl.fcntl(fd, fcntl.F_OFD_SETLKW, _byte(fcntl.F_WRLCK, key))
+            fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _byte(fcntl.F_UNLCK, key))
+
+    def close(self) -> None:
+        _close_all(self._files)
+
+    def _path(self, key: int) -> Path:
+        return self.directory / f"writers-{key % SHARDS:02}.lock"
+
+    def _file(self, key: int) -> int:
+        shard = key % SHARDS
+        if (fd := self._files.get(shard)) is None:
+            fd = self._files[shard] = _open(self._path(key))
+        return fd
+
+
+class NameFiles:
+    """The OS side elsewhere (macOS, BSD: no open-file-description locks): ``flock(2)`` on a file per name, so a held
+    lock keeps a descriptor there, and a check holds the lock for a moment."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._held: dict[int, int] = {}
+
+    def take(self, key: int) -> bool:
+        fd = _open(self._path(key))
         try:
-            fd = os.open(self.path, os.O_RDWR)
-        except FileNotFoundError:
-            return False
-        try:
-            return _locked(fd)
-        finally:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
             os.close(fd)
+            return False
+        self._held[key] = fd
+        return True
 
-    async def released(self) -> None:
-        """Return once no other writer holds the lock. The OS wakes a waiting thread when the holder lets go (or
-        its process dies): nothing polls. The thread takes the lock only for a moment; call `try_acquire` next."""
+    def let_go(self, key: int) -> None:
+        os.close(self._held.pop(key))
+
+    def other_holds(self, key: int) -> bool:
+        if not self.take(key):
+            return True
+        self.let_go(key)
+        return False
+
+    def wait(self, key: int) -> None:
+        with _opened(self._path(key)) as fd:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+
+    def close(self) -> None:
+        _close_all(self._held)
+
+    def _path(self, key: int) -> Path:
+        return self.directory / f"{key:016x}.lock"
+
+
+class FileLocks:
+    """The writer locks of one directory on this host, as `Locks`. This process's holders are kept apart here (a
+    name has one holder at a time, in the process as across processes); other processes, and another `FileLocks`
+    on the same directory, are kept apart by the OS, which drops a dead process's locks."""
+
+    def __init__(self, directory: Path) -> None:
+        self.os = ByteLocks(directory) if OFD_LOCKS else NameFiles(directory)
+        self._held: set[int] = set()
+
+    def __call__(self, name: str) -> NamedLock:
+        return NamedLock(self, name)
+
+    def holds(self, key: int) -> bool:
+        return key in self._held
+
+    async def try_lock(self, key: int) -> bool:
+        if key in self._held or not self.os.take(key):
+            return False
+        self._held.add(key)
+        return True
+
+    async def unlock(self, key: int) -> None:
+        if key in self._held:
+            self._held.discard(key)
+            self.os.let_go(key)
+
+    async def taken(self, key: int) -> bool:
+        return key in self._held or self.os.other_holds(key)
+
+    async def released(self, key: int) -> None:
+        """The OS wakes a waiting thread when the holder lets go (or its
+        process dies): nothing polls. The thread takes the lock only for a moment; take it next."""
         loop = asyncio.get_running_loop()
         freed: asyncio.Future[None] = loop.create_future()
 
         def wait() -> None:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                _wait_and_unlock(fd)
-            finally:
-                os.close(fd)
+            self.os.wait(key)
             with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
                 loop.call_soon_threadsafe(lambda: freed.done() or freed.set_result(None))
 
         # A daemon thread, not the loop's executor: a holder that never lets go must not keep the process alive.
-        threading.Thread(target=wait, name=f"writer-wait:{self.path.stem}", daemon=True).start()
+        threading.Thread(target=wait, name=f"writer-wait:{key:016x}", daemon=True).start()
         await freed
 
-
-def _wait_and_unlock(fd: int) -> None:
-    """Block until the whole-file lock on ``fd`` is ours, then let it go at once."""
-    if _OFD:
-        fcntl.fcntl(fd, fcntl.F_OFD_SETLKW, _WHOLE_FILE)
-        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _UNLOCK)
-    else:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        fcntl.flock(fd, fcntl.LOCK_UN)
+    def close(self) -> None:
+        """Let go of every lock held through this object."""
+        self._held.clear()
+        self.os.close()
 
 
-def _lock(fd: int) -> None:
-    """Take the whole-file lock on ``fd`` without waiting (BlockingIOError when another holds it)."""
-    if _OFD:
-        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _WHOLE_FILE)
-    else:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+class NamedLock:
+    """One name's lock among the locks a process holds (`FileLocks`, the store's advisory locks); see `Lock`."""
+
+    def __init__(self, holders: Holders, name: str) -> None:
+        self.holders = holders
+        self.key = lock_key(name)
+        self._mine = False
+
+    @property
+    def held(self) -> bool:
+        return self._mine and self.holders.holds(self.key)
+
+    async def try_acquire(self) -> bool:
+        if not self.held:
+            self._mine = await self.holders.try_lock(self.key)
+        return self._mine
+
+    async def release(self) -> None:
+        if self._mine:
+            self._mine = False
+            await asyncio.shield(self.holders.unlock(self.key))
+
+    async def taken(self) -> bool:
+        return await self.holders.taken(self.key)
+
+    async def released(self) -> None:
+        await self.holders.released(self.key)
 
 
-def _locked(fd: int) -> bool:
-    """Whether another open file holds the lock on ``fd``'s file."""
-    if _OFD:
-        return _FLOCK.unpack(fcntl.fcntl(fd, fcntl.F_OFD_GETLK, _WHOLE_FILE))[0] != fcntl.F_UNLCK
+def _byte(kind: int, key: int) -> bytes:
+    return _FLOCK.pack(kind, os.SEEK_SET, key, 1, 0)
+
+
+def _open(path: Path) -> int:
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    fcntl.flock(fd, fcntl.LOCK_UN)
-    return False
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except FileNotFoundError:  # no lock directory yet: made once, not on every turn
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+
+
+@contextlib.contextmanager
+def _opened(path: Path) -> Iterator[int]:
+    fd = _open(path)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _close_all(descriptors: dict[int, int]) -> None:
+    while descriptors:
+        os.close(descriptors.popitem()[1])

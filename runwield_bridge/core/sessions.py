@@ -27,6 +27,7 @@ from .records import SessionRecord
 from .runtime import NativeOnly, Runtime, RuntimeAxis
 from .scheduler import AwaitingReply, PromptResult, TurnScheduler
 from .selection import Selector
+from .shortage import Shortages
 from .steering import INJECTED, NO_RUNNING_TURN, QUESTION_PENDING, SteeringRejected, SteeringResult
 from .tool_gate import ToolGate, ToolRules, TranscriptGrants
 from .tool_servers import StartToolServers, StdioServerSpec
@@ -114,6 +115,7 @@ class SessionHost:
         """Which runtime each Session has chosen (``native`` or ``acp:NAME``)."""
         self.selector = Selector(store.sessions, models, self.metrics, self.runtimes)
         self.scheduler = TurnScheduler(self.broker)
+        self.shortages = Shortages()
         self.turns = TurnExecutor(
             TurnParts(
                 recorder=self.recorder,
@@ -184,7 +186,8 @@ class SessionHost:
         """Run one turn: a slash command or a model turn. Questions go to ``forms`` when given, else to chat,
         where the first one ends the prompt with AwaitingReply (the turn goes on; `reply` answers it).
         Raises SessionBusy if another turn (here or in another process) holds the writer,
-        QuestionPending if a chat question owns this message, and ImagesUnsupported if nothing can see its images."""
+        QuestionPending if a chat question owns this message, ImagesUnsupported if nothing can see its images, and
+        OutOfResources if the process cannot take the writer now (out of open files, say)."""
         live = await self._ready(session_id)
         if images and self.vision is None:
             raise ImagesUnsupported("this Session Host takes no images")
@@ -193,13 +196,21 @@ class SessionHost:
         if live.parked:
             raise QuestionPending(f"Session {session_id} is waiting for the answer to a question")
         # busy again after the take: another prompt here started its turn (with this lock) while it was taken
-        if live.busy or not await live.lock.try_acquire() or live.busy:
+        if live.busy or not await self._take_writer(live) or live.busy:
             raise SessionBusy(f"Session {session_id} is busy with another turn; send your message again when it ends")
         invocation = self.commands.resolve(live.record.cwd, text)
         live.follow(emit, forms)
         seen = tuple(images)
         self.scheduler.start(live, lambda: self.turns.run(live, text, invocation, seen), own=False, name=f"turn:{session_id}")
         return await self.scheduler.next_stop(live)
+
+    async def _take_writer(self, live: LiveSession) -> bool:
+        try:
+            taken = await live.lock.try_acquire()
+        except OSError as exc:
+            raise self.shortages.refusal(live.record.id, exc) from None
+        self.shortages.recovered()
+        return taken
 
     async def waiting_question(self, session_id: str) -> PendingQuestion | None:
         """The chat question that owns the Session's next message, if any (after a cancelled turn has settled)."""

@@ -8,7 +8,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from ..locks import Locks, file_locks
+from ..locks import FileLocks, Locks
 from ..records import (
     ArtifactReviewRecord,
     Binding,
@@ -79,6 +79,7 @@ class Store:
         if url.startswith("sqlite"):
             event.listen(self.engine.sync_engine, "connect", sqlite_pragmas)
         self.advisory_locks: AdvisoryLocks | None = None
+        self.file_locks: dict[Path, FileLocks] = {}
         self.instances: InstanceRepository | None = None
         self.notifier: Notifier = LocalNotifier()
         if self.engine.dialect.name == "postgresql":
@@ -116,10 +117,17 @@ class Store:
         return store
 
     def writer_locks(self, directory: Path) -> Locks:
-        """One writer at a time per name: advisory locks in PostgreSQL (across hosts), else lock files in ``directory``."""
-        return file_locks(directory) if self.advisory_locks is None else self.advisory_locks
+        """One writer at a time per name: advisory locks in PostgreSQL (across hosts), else lock files in ``directory``
+        (opened once per store, however many turns run)."""
+        if self.advisory_locks is not None:
+            return self.advisory_locks
+        if (locks := self.file_locks.get(directory)) is None:
+            locks = self.file_locks[directory] = FileLocks(directory)
+        return locks
 
     async def close(self) -> None:
+        for locks in self.file_locks.values():
+            locks.close()
         await self.notifier.close()
         await self.database.close()
         await self.engine.dispose()

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 
 from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from ..locks import NamedLock
 
 log = logging.getLogger(__name__)
 
@@ -22,11 +23,6 @@ HELD = text(
     " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
     " AND classid = :high AND objid = :low)"
 )
-
-
-def lock_key(name: str) -> int:
-    """The advisory lock's key for a name: 63 bits of its hash (a non-negative bigint)."""
-    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big") >> 1
 
 
 class AdvisoryLocks:
@@ -43,8 +39,8 @@ class AdvisoryLocks:
         self._held: set[int] = set()
         self._turn = asyncio.Lock()  # one statement at a time on the shared connection
 
-    def __call__(self, name: str) -> AdvisoryLock:
-        return AdvisoryLock(self, name)
+    def __call__(self, name: str) -> NamedLock:
+        return NamedLock(self, name)
 
     def holds(self, key: int) -> bool:
         return key in self._held
@@ -67,6 +63,23 @@ class AdvisoryLocks:
             self._held.discard(key)
             if self._conn is not None:
                 await self._run(self._conn, UNLOCK, key)
+
+    async def taken(self, key: int) -> bool:
+        if self.holds(key):
+            return True
+        async with self.engine.connect() as conn:
+            return bool((await conn.execute(HELD, {"high": key >> 32, "low": key & 0xFFFFFFFF})).scalar())
+
+    async def released(self, key: int) -> None:
+        """Wait for the lock on a connection of its own (the server wakes it: nothing polls), then let go at once."""
+        conn = await self.engine.connect()
+        try:
+            await conn.execute(WAIT, {"key": key})
+            await conn.execute(UNLOCK, {"key": key})
+        except BaseException:
+            await _discard(conn)  # cancelled while waiting: the lock may have been granted to this connection
+            raise
+        await conn.close()
 
     async def close(self) -> None:
         async with self._turn:
@@ -97,47 +110,6 @@ class AdvisoryLocks:
         self._held.clear()
         if conn is not None:
             await _discard(conn)
-
-
-class AdvisoryLock:
-    """One name's lock (a Session's writer, a Plan's execution), taken without waiting; see `core.locks.Lock`."""
-
-    def __init__(self, locks: AdvisoryLocks, name: str) -> None:
-        self.locks = locks
-        self.key = lock_key(name)
-        self._mine = False
-
-    @property
-    def held(self) -> bool:
-        return self._mine and self.locks.holds(self.key)
-
-    async def try_acquire(self) -> bool:
-        if self.held:
-            return True
-        self._mine = await self.locks.try_lock(self.key)
-        return self._mine
-
-    async def release(self) -> None:
-        if self._mine:
-            self._mine = False
-            await asyncio.shield(self.locks.unlock(self.key))
-
-    async def taken(self) -> bool:
-        if self.locks.holds(self.key):
-            return True
-        async with self.locks.engine.connect() as conn:
-            return bool((await conn.execute(HELD, {"high": self.key >> 32, "low": self.key & 0xFFFFFFFF})).scalar())
-
-    async def released(self) -> None:
-        """Wait for the lock on a connection of its own (the server wakes it: nothing polls), then let go at once."""
-        conn = await self.locks.engine.connect()
-        try:
-            await conn.execute(WAIT, {"key": self.key})
-            await conn.execute(UNLOCK, {"key": self.key})
-        except BaseException:
-            await _discard(conn)  # cancelled while waiting: the lock may have been granted to this connection
-            raise
-        await conn.close()
 
 
 async def _discard(conn: AsyncConnection) -> None:

@@ -1,0 +1,48 @@
+"""A serving process keeps its full garbage collections short by freezing what survives them; in return, what a turn
+makes must not form cycles, which frozen objects would keep for good."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+from runwield_bridge.app import App, freeze_long_lived_heap
+from runwield_bridge.config import load_settings
+from runwield_bridge.core.events import Event
+
+
+async def ignore(event: Event) -> None:
+    pass
+
+
+async def test_settled_turns_leave_nothing_only_the_collector_could_free(tmp_path: Path) -> None:
+    (tmp_path / "wld.toml").write_text("")
+    app = await App.start(load_settings(tmp_path / "wld.toml"))
+    record = await app.session_host.create(str(tmp_path))
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):  # a reply of a few chunks: the journal's flush timer runs, and is cancelled at the end
+            assert (await app.session_host.prompt(record.id, "say something short", ignore)).stop_reason == "end_turn"
+        await app.close()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        cycles = sorted({type(o).__qualname__ for o in gc.garbage if type(o).__module__.startswith("runwield_bridge")})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert cycles == [], "objects of a settled turn were freed only by the collector"
+
+
+def test_what_survives_a_full_collection_is_kept_out_of_the_next() -> None:
+    callbacks = list(gc.callbacks)
+    freeze_long_lived_heap()
+    try:
+        survivor = [{"kept": i} for i in range(1000)]
+        gc.collect()
+        assert gc.is_tracked(survivor) and all(o is not survivor for o in gc.get_objects(generation=2)), "it was frozen"
+        assert gc.get_freeze_count() >= len(survivor)
+    finally:
+        gc.callbacks[:] = callbacks
+        gc.unfreeze()
