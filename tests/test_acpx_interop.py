@@ -119,11 +119,20 @@ class Acpx:
         shutil.rmtree(socket_dir, ignore_errors=True)
 
     def transcript(self, session_id: str) -> list[tuple[str, str]]:
-        """(kind, text) of the messages in a Session's transcript, read straight from our SQLite file."""
-        query = "SELECT kind, text FROM transcript WHERE session_id = ? AND kind IN ('user', 'agent') ORDER BY id"
+        """(kind, text) of the messages in a Session's transcript, read straight from our SQLite file: a reply is
+        written piece by piece as it is shown, so the pieces of one message are joined."""
+        query = "SELECT kind, text, json_extract(data, '$.message_id') FROM transcript WHERE session_id = ? AND kind IN ('user', 'agent') ORDER BY id"
         with sqlite3.connect(self.wld_home / "wld.db") as db:
-            rows = db.execute(query, (session_id,))
-            return [(kind, text) for kind, text in rows]
+            rows = db.execute(query, (session_id,)).fetchall()
+        messages: list[tuple[str, str]] = []
+        last_message = None
+        for kind, text, message_id in rows:
+            if kind == "agent" and message_id and message_id == last_message:
+                messages[-1] = (kind, messages[-1][1] + text)
+            else:
+                messages.append((kind, text))
+            last_message = message_id if kind == "agent" else None
+        return messages
 
     def session_ids(self) -> list[str]:
         with sqlite3.connect(self.wld_home / "wld.db") as db:
