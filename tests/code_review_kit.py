@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from runwield_bridge.core.code_reviews import CodeReviewHub, CodeReviewLink
 from runwield_bridge.core.records import ExecutionRecord
 from tests.plan_kit import Recorder, bench, git
 
+CODE_LINK = re.compile(r"(http://127\.0\.0\.1:\d+/code-review/[A-Za-z0-9_-]+)")
+"""A Code Review link as a chat message shows it."""
 LONG_LINE = "    return " + " + ".join(f"value_{n}" for n in range(40))
 BIG = "".join(f"def f{n}(value):\n    return value + {n}\n\n" for n in range(10))  # 30 lines
 CHECK = "echo 'checked <b>every</b> function'"

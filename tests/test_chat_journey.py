@@ -32,6 +32,7 @@ from tests.platform_kit import (
 )
 from tests.wld_process import WldProcess, free_port
 from tests.wld_process import write_config as write_wld_config
+from tests.code_review_kit import CODE_LINK, fetch
 from tests.plan_kit import git, make_project
 from waiting import PATIENCE, until
 
@@ -222,6 +223,13 @@ async def test_approval_execution_validation_and_publication_each_arrive_below_t
         assert f"Creating the worktree and branch {BRANCH}" in progress, "execution progress is shown"
         assert "write_file README.md" in progress
         assert "✅ Validation passed: 1 of 1 commands passed" in progress, "the validation outcome comes before the question, a pass as ✅"
+
+        [code_url] = CODE_LINK.findall(progress)
+        _, link_buttons = await world.buttons(thread, "round 1) in your browser")
+        assert button(world, link_buttons, "Review the code").get("url") == code_url, "the Code Review link is a URL button too"
+        status, page = await fetch(code_url)
+        assert status == 200 and "README.md" in page and "hello" in page, "the Code Review page shows the changed file and its lines"
+        assert "grep -q hello README.md" in page, "and the validation commands"
 
         await world.click(delivery, button(world, offered, "Publish"))
         published = await world.reply_containing(thread, f"Published branch {BRANCH} at commit", timeout=PATIENCE, final=True)

@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from tests.bridge_kit import telegram_section
-from tests.code_review_kit import fetch, post
+from tests.code_review_kit import CODE_LINK, fetch, post
 from tests.fakes.telegram_api import TelegramFake
 from tests.plan_kit import git, make_project
 from tests.test_chat_journey import BRANCH, TITLE, Operator, decide, plan_under_review, wld_bridge
 from tests.wld_process import free_port
 from tests.wld_process import write_config as write_wld_config
 
-CODE_LINK = re.compile(r"(http://127\.0\.0\.1:\d+/code-review/[A-Za-z0-9_-]+)")
 CHECK = "grep -q hello README.md && echo found hello"
 
 
