@@ -150,6 +150,17 @@ async def test_a_typed_cancel_stops_the_streaming_turn(tmp_path: Path) -> None:
     assert await chat.finish() == 0
 
 
+async def test_a_line_typed_during_a_turn_is_steered_into_it(tmp_path: Path) -> None:
+    chat = await Chat.start(cwd=tmp_path, terminal=True)
+    await chat.send("a slow answer please")
+    await chat.expect(r"You said: a slow")
+    await chat.send("and keep it short")
+    await chat.expect(r"added to the running turn")
+    await chat.expect(r"keep it short")
+    assert "[cancelled]" not in chat.output, "a typed line joins the turn; it does not cancel it"
+    assert await chat.finish() == 0
+
+
 async def test_piped_lines_run_in_order_each_after_the_turn_before_it_and_quit_then_leaves(tmp_path: Path) -> None:
     chat = await Chat.start(cwd=tmp_path)
     chat.proc.stdin.write(b"hello\nlist files\n/quit\nnever sent\n")

@@ -2,9 +2,10 @@
 
 Replies stream as they arrive; Ctrl-C (or /cancel) cancels the running turn, and at the prompt Ctrl-C,
 Ctrl-D or /quit leaves. ``--session ID`` resumes a saved session (its history is printed), and bridge
-commands (/new, /resume, /status, /cancel) work here too. Lines typed or piped ahead answer the
-questions the turn asks next. Piped input (stdin is not a terminal) is a script: each line runs once the
-turn before it has settled (or answers its question), /quit included.
+commands (/new, /resume, /status, /cancel, /queue) work here too. A line typed while a turn runs answers its
+question if one is open, and is otherwise steered into the turn or queued, as in any chat (`[channels.console]
+queue`). Piped input (stdin is not a terminal) is a script: each line runs once the turn before it has settled (or
+answers its question), /quit included.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from acp.schema import (
 )
 
 from ..background import Background
-from ..bridge_commands import parse_command
 from ..contract import Inbox
 from ..types import BridgeError, Button, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, Sender
 from ..settings import ChannelSettings, Id
@@ -182,8 +182,9 @@ class _Chat:
         self.lines = lines
         self.background = background
         self.typed = typed
-        """The lines come from a person at a terminal: commands typed during a turn act on it at once. Piped lines
-        are a script: each waits for the turn before it to settle, unless it answers that turn's question."""
+        """The lines come from a person at a terminal: a line typed during a turn goes to the Bridge at once (an
+        answer, a command, or a message it steers into the turn or queues). Piped lines are a script: each waits for
+        the turn before it to settle, unless it answers that turn's question."""
         self.held: deque[str | None] = deque()
         """Lines read while a turn runs that were not for it: the next prompts (None: end of input)."""
         self.turn: asyncio.Task[None] | None = None
@@ -210,7 +211,7 @@ class _Chat:
         return None
 
     async def follow(self, shown: asyncio.Event) -> None:
-        """Until the turn ends, lines answer its questions; typed bridge commands (/cancel, /status) and /quit act now."""
+        """Until the turn ends, lines answer its questions; typed lines (commands, /quit, more words) act now."""
         turn = self.turn
         assert turn is not None
         while not turn.done():
@@ -226,7 +227,7 @@ class _Chat:
                 reading.cancel()
                 continue
             line = reading.result()
-            if line is not None and (self.inbox.awaiting_answer(CONVERSATION) or (self.typed and _acts_now(line))):
+            if line is not None and (self.typed or self.inbox.awaiting_answer(CONVERSATION)):
                 await self._take(line)
             else:
                 self.held.append(line)  # the next prompt, or end of input: the turn finishes, then the chat ends
@@ -239,11 +240,6 @@ class _Chat:
             await self.inbox.cancel(CONVERSATION)
             return
         await self.inbox.receive_message(IncomingMessage(CONVERSATION, PERSON, line.rstrip("\n")))
-
-
-def _acts_now(line: str) -> bool:
-    """Lines that act on a running turn instead of waiting for it: bridge commands and /quit."""
-    return parse_command(line) is not None or line.strip() in EXIT_WORDS
 
 
 def _start_line_reader(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | None]) -> None:
