@@ -155,9 +155,10 @@ async def test_a_line_typed_during_a_turn_is_steered_into_it(tmp_path: Path) -> 
     await chat.send("a slow answer please")
     await chat.expect(r"You said: a slow")
     await chat.send("and keep it short")
-    await chat.expect(r"added to the running turn")
-    await chat.expect(r"keep it short")
+    await chat.expect(r"↪ added to the running turn")
+    await chat.expect(r"You said: and keep it short\n[^\n]*tokens[^\n]*\]\nyou> ")  # the turn took it and settled
     assert "[cancelled]" not in chat.output, "a typed line joins the turn; it does not cancel it"
+    assert " 15" not in chat.output, "the slow reply gave way to the steered message"
     assert await chat.finish() == 0
 
 
