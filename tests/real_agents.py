@@ -30,6 +30,8 @@ class RealAgent:
 
     id: str
     name: str
+    goes_on_after_reject: bool = False
+    """Whether a rejected tool call goes back to the model (Qwen Code 0.15) rather than ending the agent's turn."""
 
     def command(self, fake: ScriptedLLMFake) -> list[str]:
         raise NotImplementedError
@@ -58,6 +60,7 @@ class Qwen(RealAgent):
     """Qwen Code over OpenAI chat completions (``OPENAI_BASE_URL``)."""
 
     start: tuple[str, ...] = ()
+    """The command that starts it, before ``--acp``."""
 
     def command(self, fake: ScriptedLLMFake) -> list[str]:
         return [*self.start, "--acp"]
@@ -100,8 +103,8 @@ def node() -> str:
 
 
 CODEX = Codex("codex", "codex")
-QWEN = Qwen("qwen-0.24", "qwen", (str(BIN / "qwen"),))
-QWEN_015 = Qwen("qwen-0.15", "qwen", (node(), str(REPO / "node_modules" / "qwen-code-0.15" / "cli.js")))
+QWEN = Qwen("qwen-0.24", "qwen", start=(str(BIN / "qwen"),))
+QWEN_015 = Qwen("qwen-0.15", "qwen", True, (node(), str(REPO / "node_modules" / "qwen-code-0.15" / "cli.js")))
 AGENTS = [CODEX, QWEN, QWEN_015]
 
 

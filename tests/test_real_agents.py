@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from acp_session import menus, say, text_since, wld_session
@@ -15,6 +16,14 @@ from runwield_bridge.runtimes.agent_modes import self_approval_warning
 
 REJECT = {"codex": "No", "qwen": "Reject"}
 ALLOW_ONCE = {"codex": "Yes, proceed", "qwen": "Allow"}
+
+
+def tool_status(notification: dict[str, Any], call_id: str) -> str | None:
+    """The status a ``session/update`` gives the agent's tool call ``call_id``, if it is about that call."""
+    update = notification["params"]["update"]
+    return update.get("status") if update.get("toolCallId") == call_id else None
+
+
 by_id = pytest.mark.parametrize("agent", AGENTS, ids=[agent.id for agent in AGENTS])
 
 
@@ -36,7 +45,8 @@ async def test_in_its_default_configuration_the_agent_asks_before_writing_and_re
 ) -> None:
     async with agent.fake() as fake:
         fake.queue(
-            Reply(tool_calls=(agent.write("c1", tmp_path, "rejected.txt", "no"),)), Reply(text=("not written",)),
+            Reply(tool_calls=(agent.write("c1", tmp_path, "rejected.txt", "no"),)),
+            *([Reply(text=("not written",))] if agent.goes_on_after_reject else []),
             Reply(tool_calls=(agent.write("c2", tmp_path, "allowed.txt", "yes"),)), Reply(text=("written",)),
         )  # fmt: skip
         async with wld_session(tmp_path, config=agent.config(tmp_path / "home", fake)) as (client, sid):
@@ -45,7 +55,7 @@ async def test_in_its_default_configuration_the_agent_asks_before_writing_and_re
             [menu] = menus(client, start, sid, "asked")
             assert not (tmp_path / "rejected.txt").exists()  # asked before anything was written
             await say(client, sid, menu_choice(menu, REJECT[agent.name]))
-            await client.wait_notification(lambda n: "not written" in json.dumps(n["params"]))
+            await client.wait_notification(lambda n: tool_status(n, "c1") == "failed")
             assert not (tmp_path / "rejected.txt").exists()
 
             start = len(client.messages)
@@ -53,7 +63,8 @@ async def test_in_its_default_configuration_the_agent_asks_before_writing_and_re
             [menu] = menus(client, start, sid, "asked")
             assert not (tmp_path / "allowed.txt").exists()
             await say(client, sid, menu_choice(menu, ALLOW_ONCE[agent.name]))
-            await client.wait_notification(lambda n: "written" in json.dumps(n["params"]) and "not written" not in json.dumps(n["params"]))
+            await client.wait_notification(lambda n: tool_status(n, "c2") == "completed")
+            await client.wait_notification(lambda n: "written" in json.dumps(n["params"]))
             assert (tmp_path / "allowed.txt").read_text() == "yes"
 
 
