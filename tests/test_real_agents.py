@@ -77,3 +77,23 @@ async def test_a_mode_in_which_the_agent_approves_itself_is_said_in_the_chat_bef
             said = text_since(client, start, sid)
             warning = self_approval_warning("qwen", "auto")
             assert warning in said and said.index(warning) < said.index("hi")
+
+
+async def test_mode_shows_the_agents_own_modes_and_a_choice_changes_how_it_asks(tmp_path: Path) -> None:
+    async with QWEN.fake() as fake:
+        fake.queue(Reply(text=("hi",)), Reply(tool_calls=(QWEN.write("c1", tmp_path, "unasked.txt", "yolo"),)), Reply(text=("done",)))
+        async with wld_session(tmp_path, config=QWEN.config(tmp_path / "home", fake)) as (client, sid):
+            await say(client, sid, "hello")
+            start = len(client.messages)
+            await say(client, sid, "/mode")
+            [menu] = menus(client, start, sid, "asked")
+            assert "Choose the mode of qwen" in menu and "Default" in menu.split("(current)")[0].splitlines()[-1]
+            start = len(client.messages)
+            await say(client, sid, menu_choice(menu, "YOLO"))
+            said = text_since(client, start, sid)
+            assert "Mode of qwen: `yolo`." in said and self_approval_warning("qwen", "yolo") in said
+
+            start = len(client.messages)
+            await say(client, sid, "write unasked.txt")
+            await client.wait_notification(lambda n: tool_status(n, "c1") == "completed")
+            assert (tmp_path / "unasked.txt").read_text() == "yolo" and not menus(client, start, sid, "asked")
