@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from acp_session import menus, say, text_since, wld_session
 from fakes.openai_api import Reply
-from real_agents import AGENTS, QWEN, RealAgent, menu_choice
+from real_agents import AGENTS, CODEX, QWEN, RealAgent, menu_choice
 
 from runwield_bridge.runtimes.agent_modes import self_approval_warning
 
@@ -97,3 +97,20 @@ async def test_mode_shows_the_agents_own_modes_and_a_choice_changes_how_it_asks(
             await say(client, sid, "write unasked.txt")
             await client.wait_notification(lambda n: tool_status(n, "c1") == "completed")
             assert (tmp_path / "unasked.txt").read_text() == "yolo" and not menus(client, start, sid, "asked")
+
+
+async def test_model_lists_the_agents_own_models_and_a_choice_reaches_its_provider(tmp_path: Path) -> None:
+    async with CODEX.fake() as fake:
+        fake.queue(Reply(text=("hi",)), Reply(text=("from the other model",)))
+        async with wld_session(tmp_path, config=CODEX.config(tmp_path / "home", fake)) as (client, sid):
+            await say(client, sid, "hello")
+            assert fake.calls[-1]["model"] == "gpt-5.4"
+            start = len(client.messages)
+            await say(client, sid, "/model")
+            [menu] = menus(client, start, sid, "asked")
+            assert "codex: gpt-5.4 — (current)" in menu and "codex: gpt-5.2" in menu
+            start = len(client.messages)
+            await say(client, sid, menu_choice(menu, "codex: gpt-5.2"))
+            assert "Model: codex: gpt-5.2." in text_since(client, start, sid)
+            await say(client, sid, "again")
+            assert fake.calls[-1]["model"] == "gpt-5.2"

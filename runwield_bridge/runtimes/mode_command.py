@@ -1,8 +1,11 @@
-"""``/mode``: in a Session an external agent drives, show the agent's own modes and put its session in another one."""
+"""``/mode`` and the agent's side of ``/model``: in a Session an external agent drives, show the agent's own modes and
+models beside RunWield's, and put the agent's session in the one chosen."""
 
 from __future__ import annotations
 
 from ..core.builtin_commands import choose
+from collections.abc import Iterable
+
 from ..core.commands import Command, CommandContext
 from ..core.interactions import Choice
 from .acp_agents import ExternalAgents
@@ -43,3 +46,36 @@ def mode_command(agents: ExternalAgents, choices: RuntimeChoices) -> Command:
         await ctx.say(f"Mode of {agent.name}: `{wanted}`.{warning}")
 
     return Command("mode", "Show or change the external agent's own mode (its permission mode)", run, hint="mode (optional)")
+
+
+def agent_commands(agents: ExternalAgents, choices: RuntimeChoices, commands: Iterable[Command]) -> list[Command]:
+    """``commands`` with ``/mode`` added and ``/model`` also offering the external agent's own models."""
+    return [*(agent_models(command, agents, choices) if command.name == "model" else command for command in commands), mode_command(agents, choices)]
+
+
+def agent_models(model: Command, agents: ExternalAgents, choices: RuntimeChoices) -> Command:
+    """``/model`` offering, in a Session an external agent drives, its models as "NAME: model" before RunWield's."""
+
+    async def run(ctx: CommandContext, args: str) -> str | None:
+        runtime = await choices.of(ctx.session.id)
+        agent = agents.agents.get(runtime.removeprefix(PREFIX)) if runtime.startswith(PREFIX) else None
+        agent_session, _ = await choices.agent_session(ctx.session.id)
+        own = agent.modes.get(agent_session) if agent else None
+        if agent is None or own is None or own.model_option is None:
+            return await model.run(ctx, args)
+        offered = [Choice(f"{agent.name}: {value}", f"{agent.name}: {name}", "(current)" if value == own.model else "") for value, name in own.models]
+        native = [Choice(m.id, m.name, m.description) for m in ctx.models]
+        wanted = await choose(ctx, args, f"Choose the model ({agent.name}'s own, or RunWield's)", [*offered, *native], "model")
+        value = wanted.removeprefix(f"{agent.name}: ") if wanted else None
+        if wanted is None or value == wanted:
+            return None if wanted is None else await model.run(ctx, wanted)
+        if value not in dict(own.models):
+            await ctx.say(f"{agent.name} offers no model {value!r}. Nothing changed.")
+            return None
+        conn = await agent.connection()
+        await conn.set_config_option(config_id=own.model_option, session_id=agent_session, value=value)
+        own.model = value
+        await ctx.say(f"Model: {agent.name}: {value}.")
+        return None
+
+    return Command(model.name, model.description, run, model.aliases, model.hint, model.source, model.advertised)
