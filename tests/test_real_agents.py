@@ -1,4 +1,4 @@
-"""The real coding agents from npm (Codex, Qwen Code 0.24 and 0.15) drive RunWield Sessions through `wld acp`,
+"""The real coding agents from npm (Codex, Qwen Code 0.24 and 0.15, Claude Agent, Gemini CLI) drive RunWield Sessions through `wld acp`,
 offline: each against a local fake of its provider, with HOME in a temp directory."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from real_agents import AGENTS, CODEX, QWEN, RealAgent, menu_choice
 
 from runwield_bridge.runtimes.agent_modes import self_approval_warning
 
-REJECT = {"codex": "No", "qwen": "Reject"}
-ALLOW_ONCE = {"codex": "Yes, proceed", "qwen": "Allow"}
+REJECT = {"codex": "No, and tell Codex what to do differently", "qwen": "Reject", "claude": "No", "gemini": "Reject"}
+ALLOW_ONCE = {"codex": "Yes, proceed", "qwen": "Allow", "claude": "Yes", "gemini": "Allow"}
 
 
 def tool_status(notification: dict[str, Any], call_id: str) -> str | None:
@@ -55,7 +55,7 @@ async def test_in_its_default_configuration_the_agent_asks_before_writing_and_re
             [menu] = menus(client, start, sid, "asked")
             assert not (tmp_path / "rejected.txt").exists()  # asked before anything was written
             await say(client, sid, menu_choice(menu, REJECT[agent.name]))
-            await client.wait_notification(lambda n: tool_status(n, "c1") == "failed")
+            await client.wait_notification(lambda n: tool_status(n, agent.shown_id("c1")) == "failed")
             assert not (tmp_path / "rejected.txt").exists()
 
             start = len(client.messages)
@@ -63,7 +63,7 @@ async def test_in_its_default_configuration_the_agent_asks_before_writing_and_re
             [menu] = menus(client, start, sid, "asked")
             assert not (tmp_path / "allowed.txt").exists()
             await say(client, sid, menu_choice(menu, ALLOW_ONCE[agent.name]))
-            await client.wait_notification(lambda n: tool_status(n, "c2") == "completed")
+            await client.wait_notification(lambda n: tool_status(n, agent.shown_id("c2")) == "completed")
             await client.wait_notification(lambda n: "written" in json.dumps(n["params"]))
             assert (tmp_path / "allowed.txt").read_text() == "yes"
 
