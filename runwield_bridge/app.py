@@ -237,12 +237,13 @@ def agent_endpoints(settings: Settings, session_host: SessionHost) -> dict[str, 
     """``runwield`` (the in-process Session Host) and every ``[agents.NAME]``."""
     from .acp.client import CommandAgent
     from .bridge.bridge import BUILTIN_AGENT
+    from .runtimes.agent_adapters import adapter_for
 
     endpoints: dict[str, AgentEndpoint] = {BUILTIN_AGENT: InProcessAgent(session_host)}
     for name, config in settings.agents.items():
         if name == BUILTIN_AGENT:
             raise ConfigError(f"agents.{name}: this name is the built-in Session Host; choose another")
-        endpoints[name] = CommandAgent(config)
+        endpoints[name] = CommandAgent(adapter_for(config).launch(config))
     return endpoints
 
 

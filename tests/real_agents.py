@@ -51,13 +51,18 @@ class RealAgent:
         """The id under which the agent shows the model's tool call ``call_id``."""
         return call_id
 
-    def config(self, home: Path, fake: ScriptedLLMFake, extra: str = "") -> str:
-        """wld.toml with this agent as the runtime of new Sessions (its HOME made here)."""
+    def section(self, home: Path, fake: ScriptedLLMFake) -> dict[str, Any]:
+        """Its ``[agents.NAME]`` (its HOME made here)."""
         home.mkdir(exist_ok=True)
-        env = ", ".join(f"{key} = {json.dumps(value)}" for key, value in self.env(home, fake).items())
+        return {"command": self.command(fake), "env": self.env(home, fake)}
+
+    def config(self, home: Path, fake: ScriptedLLMFake, extra: str = "") -> str:
+        """wld.toml with this agent as the runtime of new Sessions."""
+        section = self.section(home, fake)
+        env = ", ".join(f"{key} = {json.dumps(value)}" for key, value in section["env"].items())
         return (
             f'[sessions]\nruntime = "acp:{self.name}"\n\n[agents.{self.name}]\n'
-            f"command = {json.dumps(self.command(fake))}\nenv = {{ {env} }}\n{extra}"
+            f"command = {json.dumps(section['command'])}\nenv = {{ {env} }}\n{extra}"
         )
 
 

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from acp_session import menus, say, text_since, wld_session
 from fakes.openai_api import Reply
+from tests.bridge_kit import OWNER, bridge_world
+from waiting import PATIENCE
 from real_agents import AGENTS, CODEX, QWEN, RealAgent, menu_choice
 
 from runwield_bridge.runtimes.agent_modes import self_approval_warning
@@ -114,3 +116,17 @@ async def test_model_lists_the_agents_own_models_and_a_choice_reaches_its_provid
             assert "Model: codex: gpt-5.2." in text_since(client, start, sid)
             await say(client, sid, "again")
             assert fake.calls[-1]["model"] == "gpt-5.2"
+
+
+async def test_a_chat_on_qwen_through_the_bridge_gets_its_write_as_a_question_and_reject_leaves_it_unwritten(tmp_path: Path) -> None:
+    async with QWEN.fake() as fake:
+        fake.queue(Reply(tool_calls=(QWEN.write("c1", tmp_path, "rejected.txt", "no"),)))
+        agents = {"qwen": QWEN.section(tmp_path / "home", fake)}
+        async with bridge_world(tmp_path=tmp_path, telegram={"agent": "qwen", "cwd": str(tmp_path)}, agents=agents) as world:
+            await world.send(OWNER, OWNER, "write rejected.txt")
+            message_id, buttons = await world.keyboard(OWNER, "rejected.txt", timeout=2 * PATIENCE)
+            assert not (tmp_path / "rejected.txt").exists()  # asked (in Qwen's default mode), nothing written yet
+            [reject] = [button for button in buttons if button["text"] == "Reject"]
+            await world.press(OWNER, OWNER, reject["callback_data"], message_id)
+            await fake.wait_until(lambda: any("canceled by the user" in json.dumps(call.params) for call in fake.calls))  # Qwen was told
+            assert not (tmp_path / "rejected.txt").exists()

@@ -26,6 +26,7 @@ from ..acp.client import AgentEndpoint
 from ..acp.extensions import ALIASES, ARTIFACT_REVIEW, NOTICE, PLAN_SAVED, TURN, PlanSavedMeta
 from ..config import ConfigError
 from ..redaction import redact
+from .agent_mode import settle_agent_mode
 from .agent_links import AgentLink, AgentUnavailable
 from ..channels.allowlist import Allowlist, NoticeThrottle, stranger_notice
 from .asking import CANCELLED, ask_permission, ask_question
@@ -340,6 +341,8 @@ class Bridge:
         except RequestError as exc:
             raise BridgeError(f"Agent {name} could not start a session: {describe_error(exc)}") from None
         link.loaded.add(response.session_id)
+        for warning in await settle_agent_mode(conn, name, link.endpoint, response, response.session_id):
+            await self._say(state.channel, state.conversation, f"⚠️ {warning}")
         state.model_option = _model_option(response.config_options)
         await self._persist(state, name, response.session_id, workdir)
         return response.session_id

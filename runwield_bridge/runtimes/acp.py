@@ -24,7 +24,7 @@ from ..core.models import ModelError
 from ..core.runtime import TurnRequest, TurnResult
 from .acp_agents import NOBODY_ASKED, ExternalAgent, ExternalAgents
 from .acp_asking import ask_elicitation, ask_permission
-from .agent_modes import mode_notices, settle_mode
+from .agent_modes import mode_warnings, settle_mode
 from .choice import PREFIX, RuntimeChoices
 
 T = TypeVar("T")
@@ -111,8 +111,8 @@ class AcpRuntime:
     async def _settle(self, agent: ExternalAgent, conn: ClientSideConnection, agent_session: str, opened: Any, request: TurnRequest) -> None:
         """The opened session in the mode that asks (or the configured one); a warning when the agent approves itself."""
         mode = agent.modes[agent_session] = await settle_mode(conn, agent_session, opened, agent.adapter, agent.config)
-        for notice in mode_notices(agent.name, agent.adapter, mode):
-            await request.emit(notice)
+        for warning in mode_warnings(agent.name, agent.adapter, mode):
+            await request.emit(Notice(warning, "warning"))
 
 
 class ExternalTurn:

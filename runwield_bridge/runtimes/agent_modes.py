@@ -1,4 +1,4 @@
-"""The external agent's mode for a RunWield Session: started in the one that asks the person (per adapter, or
+"""The external agent's mode for a RunWield Session or a chat's agent session: started in the one that asks the person (per adapter, or
 ``[agents.NAME] mode``), said plainly when the agent approves its own actions in it, and changed by ``/mode``."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from acp.client.connection import ClientSideConnection
 from acp.schema import SessionModeState
 
 from ..config import AgentConfig
-from ..core.events import Notice
 from .agent_adapters import AgentAdapter
 
 
@@ -64,6 +63,6 @@ async def _settled(conn: ClientSideConnection, session_id: str, modes: SessionMo
     return AgentMode(current, offered)
 
 
-def mode_notices(agent: str, adapter: AgentAdapter, mode: AgentMode) -> list[Notice]:
-    """A warning before the first turn when the agent approves its own actions in the mode it runs in."""
-    return [Notice(self_approval_warning(agent, mode.current), "warning")] if mode.current and adapter.approves_itself(mode.current) else []
+def mode_warnings(agent: str, adapter: AgentAdapter, mode: AgentMode) -> list[str]:
+    """What the person is told before the first turn when the agent approves its own actions in the mode it runs in."""
+    return [self_approval_warning(agent, mode.current)] if mode.current and adapter.approves_itself(mode.current) else []
