@@ -11,6 +11,7 @@ import pytest
 from acp_session import menus, say, text_since, wld_session
 from fakes.openai_api import Reply
 from tests.bridge_kit import OWNER, bridge_world
+from test_cli_first_use import free_port, wld
 from waiting import PATIENCE
 from real_agents import AGENTS, CODEX, QWEN, RealAgent, menu_choice
 
@@ -130,3 +131,16 @@ async def test_a_chat_on_qwen_through_the_bridge_gets_its_write_as_a_question_an
             await world.press(OWNER, OWNER, reject["callback_data"], message_id)
             await fake.wait_until(lambda: any("canceled by the user" in json.dumps(call.params) for call in fake.calls))  # Qwen was told
             assert not (tmp_path / "rejected.txt").exists()
+
+
+def test_wld_doctor_says_which_agent_approves_itself_in_its_configured_mode(tmp_path: Path) -> None:
+    (tmp_path / "wld.toml").write_text(
+        f'[web]\nlisten = "127.0.0.1:{free_port()}"\n\n'
+        f'[agents.qwen]\ncommand = ["qwen", "--acp"]\nmode = "yolo"\n\n'
+        f'[agents.codex]\ncommand = ["codex-acp"]\n'
+    )
+    doctor = wld("doctor", home=tmp_path, env={"WLD_CONFIG": str(tmp_path / "wld.toml")})
+    lines = doctor.stdout.splitlines()
+    assert doctor.returncode == 1 and lines[-1] == "1 problem(s) found", doctor.stdout + doctor.stderr
+    assert f"problem  [agents.qwen]: {self_approval_warning('qwen', 'yolo')}" in lines
+    assert "ok       [agents.codex]: codex agent: its sessions start in its mode `untrusted`, in which it asks you before it acts" in lines
