@@ -146,6 +146,30 @@ class Gemini(RealAgent):
         return f"write_file__{call_id}"
 
 
+@dataclass(frozen=True)
+class OpenCode(RealAgent):
+    """OpenCode (``opencode acp``) over OpenAI chat completions, as a custom provider in its config file (no models
+    fetched, no update check); its side requests (a session title) carry no tools and get the default answer."""
+
+    def command(self, fake: ScriptedLLMFake) -> list[str]:
+        return [str(BIN / "opencode"), "acp"]
+
+    def fake(self) -> ScriptedLLMFake:
+        return OpenAIFake(api_key=KEY, scripted=lambda body: bool(body.get("tools")))
+
+    def env(self, home: Path, fake: ScriptedLLMFake) -> dict[str, str]:
+        assert isinstance(fake, OpenAIFake)
+        provider = {"npm": "@ai-sdk/openai-compatible", "name": "Fake", "options": {"baseURL": fake.base_url, "apiKey": KEY},
+                    "models": {fake.model: {"name": fake.model}}}  # fmt: skip
+        config = {"autoupdate": False, "share": "disabled", "provider": {"fake": provider}, "model": f"fake/{fake.model}"}
+        (home / "opencode.json").write_text(json.dumps(config))
+        return {"HOME": str(home), "OPENCODE_CONFIG": str(home / "opencode.json"), "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                "OPENCODE_DISABLE_AUTOUPDATE": "1"}  # fmt: skip
+
+    def write(self, call_id: str, cwd: Path, name: str, text: str) -> ToolCall:
+        return ToolCall(call_id, "write", {"filePath": str(cwd / name), "content": text})
+
+
 def node() -> str:
     found = shutil.which("node")
     assert found, "the real agents need node"
@@ -157,7 +181,8 @@ QWEN = Qwen("qwen-0.24", "qwen", start=(str(BIN / "qwen"),))
 QWEN_015 = Qwen("qwen-0.15", "qwen", True, (node(), str(REPO / "node_modules" / "qwen-code-0.15" / "cli.js")))
 CLAUDE = Claude("claude", "claude", goes_on_after_reject=True)
 GEMINI = Gemini("gemini", "gemini", goes_on_after_reject=True)
-AGENTS = [CODEX, QWEN, QWEN_015, CLAUDE, GEMINI]
+OPENCODE = OpenCode("opencode", "opencode")
+AGENTS = [CODEX, QWEN, QWEN_015, CLAUDE, GEMINI, OPENCODE]
 
 
 def menu_choice(menu: str, label: str) -> str:

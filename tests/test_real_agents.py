@@ -1,4 +1,4 @@
-"""The real coding agents from npm (Codex, Qwen Code 0.24 and 0.15, Claude Agent, Gemini CLI) drive RunWield Sessions through `wld acp`,
+"""The real coding agents from npm (Codex, Qwen Code 0.24 and 0.15, Claude Agent, Gemini CLI, OpenCode) drive RunWield Sessions through `wld acp`,
 offline: each against a local fake of its provider, with HOME in a temp directory."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from real_agents import AGENTS, CODEX, QWEN, RealAgent, menu_choice
 
 from runwield_bridge.runtimes.agent_modes import self_approval_warning
 
-REJECT = {"codex": "No, and tell Codex what to do differently", "qwen": "Reject", "claude": "No", "gemini": "Reject"}
-ALLOW_ONCE = {"codex": "Yes, proceed", "qwen": "Allow", "claude": "Yes", "gemini": "Allow"}
+REJECT = {"codex": "No, and tell Codex what to do differently", "qwen": "Reject", "claude": "No", "gemini": "Reject", "opencode": "Reject"}
+ALLOW_ONCE = {"codex": "Yes, proceed", "qwen": "Allow", "claude": "Yes", "gemini": "Allow", "opencode": "Allow once"}
 
 
 def tool_status(notification: dict[str, Any], call_id: str) -> str | None:

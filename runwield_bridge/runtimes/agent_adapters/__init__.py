@@ -8,9 +8,10 @@ from .claude import CLAUDE
 from .codex import CODEX
 from .gemini import GEMINI
 from .generic import GENERIC
+from .opencode import OPENCODE
 from .qwen import QWEN
 
-ADAPTERS = {adapter.name: adapter for adapter in (CODEX, QWEN, CLAUDE, GEMINI, GENERIC)}
+ADAPTERS = {adapter.name: adapter for adapter in (CODEX, QWEN, CLAUDE, GEMINI, OPENCODE, GENERIC)}
 
 
 def adapter_for(config: AgentConfig) -> AgentAdapter:
