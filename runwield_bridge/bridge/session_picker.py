@@ -1,0 +1,106 @@
+"""``/sessions`` (and ``/resume`` without an id): the conversation's agent's recent sessions from ``session/list``, as
+buttons that continue one here (on a phone nobody types a session id); and the check that a resumed id is one the
+agent knows."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from acp import RequestError
+from acp.schema import SessionInfo
+
+from ..acp.extensions import ARCHIVED, PlanActionMeta
+from ..ages import age
+from ..channels.types import BridgeError
+from .agent_links import AgentLink, AgentUnavailable
+from .conversations import ConversationState, Replay
+from .delivery import deliver
+
+if TYPE_CHECKING:
+    from .bridge import Bridge
+
+SHOWN = 10
+"""How many sessions the list shows, the most recently updated first."""
+LABEL_LENGTH = 40
+
+
+def lists_sessions(link: AgentLink) -> bool:
+    """Whether the agent offers ``session/list`` (``sessionCapabilities.list`` in its ``initialize`` answer)."""
+    caps = link.info.agent_capabilities if link.info else None
+    return bool(caps and caps.session_capabilities and caps.session_capabilities.list is not None)
+
+
+async def recent_sessions(link: AgentLink) -> list[SessionInfo]:
+    """The agent's sessions (its first page of ``session/list``), the most recently updated first; BridgeError if it
+    lists none or cannot be reached."""
+    try:
+        conn = await link.connection()
+    except AgentUnavailable as exc:
+        raise BridgeError(f"{exc} Nothing was sent.") from None
+    if not lists_sessions(link):
+        raise BridgeError(f"Agent {link.name} does not list its sessions (it offers no session/list). Use /resume SESSION_ID.")
+    try:
+        response = await conn.list_sessions()
+    except RequestError as exc:
+        raise BridgeError(f"Agent {link.name} could not list its sessions: {exc}") from None
+    return sorted(response.sessions, key=lambda info: _updated(info) or 0.0, reverse=True)
+
+
+async def require_known(link: AgentLink, session_id: str, replay: Replay) -> None:
+    """Refuse a ``session/load`` the agent answered without knowing the session: it replayed no history and its
+    ``session/list`` does not have the id (an agent that says nothing of an unknown id would else start afresh)."""
+    if replay.user_messages or replay.agent_messages or not lists_sessions(link):
+        return
+    if all(info.session_id != session_id for info in await recent_sessions(link)):
+        raise BridgeError(
+            f"Agent {link.name} does not know session {session_id} (it replayed no history and does not list it). "
+            "Nothing was sent and no new session was started. Send /sessions to choose one of its sessions."
+        )
+
+
+async def show_sessions(bridge: Bridge, state: ConversationState) -> None:
+    """The agent's recent sessions as buttons (a numbered list where there are none); a press sends ``/resume ID``."""
+    channel, conversation = state.channel, state.conversation
+    name = state.agent or channel.settings.agent
+    link = bridge.links.get(name)
+    if link is None:
+        raise BridgeError(f"Agent {name} is no longer configured; send /new to start over.")
+    sessions = (await recent_sessions(link))[:SHOWN]
+    if not sessions:
+        await deliver(channel, conversation, f"Agent {name} has no sessions yet; your next message starts one.")
+        return
+    now = time.time()
+    lines = [f"Sessions of {name}, the most recent first (choose one to continue it here):"]
+    steps = []
+    for n, info in enumerate(sessions, 1):
+        title = info.title or f"Session {info.session_id}"
+        when = age(now - updated) if (updated := _updated(info)) is not None else "age unknown"
+        lines.append(f"{n}. {title} ({when}{_standing(info, state)})")
+        steps.append(PlanActionMeta(label=_short(f"{title} · {when}"), command=f"/resume {info.session_id}"))
+    buttons = channel.capabilities.buttons
+    shown = bridge.offers.buttons(channel, conversation, steps) if buttons else []
+    state.offer = () if buttons else tuple(step.command for step in steps)
+    if not buttons:
+        lines.append("Reply with a number to continue that session here.")
+    await deliver(channel, conversation, "\n".join(lines), shown)
+
+
+def _standing(info: SessionInfo, state: ConversationState) -> str:
+    """Where a session stands, as far as the list says: bound here, archived, or nothing to add."""
+    if info.session_id == state.session_id:
+        return ", continuing here"
+    return ", archived" if ARCHIVED.read(info) else ""
+
+
+def _updated(info: SessionInfo) -> float | None:
+    """When the session was last updated (``updatedAt``), as a timestamp; None if the agent did not say or said nonsense."""
+    try:
+        return datetime.fromisoformat(info.updated_at).timestamp() if info.updated_at else None
+    except ValueError:
+        return None
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= LABEL_LENGTH else text[: LABEL_LENGTH - 1].rstrip() + "…"

@@ -1,0 +1,119 @@
+"""``/spawn AGENT [--here | --thread] [--resume SESSION_ID] TASK``: a session on an agent, bound here or to a new thread,
+its first prompt the task.
+
+``--here`` binds this conversation to the new session; ``--thread`` asks the channel for a new thread (a Discord
+thread, a Slack thread, a Telegram forum topic) and binds that. ``--resume`` continues an earlier session of the
+agent by ``session/load`` instead of starting one; an id the agent does not know is refused, never replaced by a
+new session. The task is sent as the person's own message in the bound conversation, so the allowlist and
+everything else that applies to a message apply to it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..channels.contract import Channel, ThreadOpener
+from ..channels.types import BridgeError, Conversation, IncomingMessage, Sender
+from .conversations import ConversationState
+from .delivery import deliver
+
+if TYPE_CHECKING:
+    from .bridge import Bridge
+
+USAGE = "Usage: /spawn AGENT [--here | --thread] [--resume SESSION_ID] TASK"
+TITLE_LENGTH = 80
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnRequest:
+    """What a /spawn asks for."""
+
+    agent: str
+    thread: bool
+    task: str
+    resume: str | None = None
+
+    @property
+    def title(self) -> str:
+        """The new thread's title: the task's first line (or the session it resumes)."""
+        first = self.task.split("\n", 1)[0].strip() or f"{self.agent} session {self.resume}"
+        return first if len(first) <= TITLE_LENGTH else first[: TITLE_LENGTH - 1].rstrip() + "…"
+
+
+def parse_spawn(argument: str, agents: list[str]) -> SpawnRequest:
+    """The request a /spawn's argument makes; BridgeError saying what is wrong (an unknown agent names the configured ones)."""
+    try:
+        words = shlex.split(argument)
+    except ValueError:  # an unclosed quote: the words as typed
+        words = argument.split()
+    if not words or words[0].startswith("--"):
+        raise BridgeError(f"Name the agent first. {USAGE}. Configured agents: {', '.join(agents)}.")
+    agent, rest = words[0], words[1:]
+    if agent not in agents:
+        raise BridgeError(f"There is no agent named {agent!r}. Configured agents: {', '.join(agents)}.")
+    places: set[str] = set()
+    resume: str | None = None
+    while rest and rest[0].startswith("--"):
+        flag = rest.pop(0)
+        if flag in ("--here", "--thread"):
+            places.add(flag)
+        elif flag == "--resume" and rest and not rest[0].startswith("--"):
+            resume = rest.pop(0)
+        elif flag == "--resume":
+            raise BridgeError(f"--resume needs the id of the session to continue. {USAGE}")
+        else:
+            raise BridgeError(f"/spawn has no option {flag}. {USAGE}")
+    if len(places) > 1:
+        raise BridgeError(f"Choose one of --here and --thread, not both. {USAGE}")
+    task = " ".join(rest).strip()
+    if not task and resume is None:
+        raise BridgeError(f"Say what {agent} should do. {USAGE}")
+    return SpawnRequest(agent, places == {"--thread"}, task, resume)
+
+
+class Spawner:
+    """Runs /spawn for the Bridge."""
+
+    def __init__(self, bridge: Bridge) -> None:
+        self.bridge = bridge
+
+    async def spawn(self, state: ConversationState, sender: Sender, argument: str) -> None:
+        """Bind a new (or resumed) session of the agent here or to a new thread, and send it the task from ``sender``.
+        Runs with this conversation's lock held."""
+        request = parse_spawn(argument, sorted(self.bridge.links))
+        channel = state.channel
+        if not request.thread:
+            if state.running:
+                raise BridgeError("A turn is running here; send /cancel first, or spawn into a new thread with --thread.")
+            session_id = await self._bind(state, request)
+            await deliver(channel, state.conversation, f"🆕 {request.agent} session {session_id} is bound here.")
+            self._send_task(channel, state.conversation, sender, request.task)
+            return
+        if not isinstance(channel, ThreadOpener):
+            raise BridgeError(f"The {channel.name} channel cannot open threads. Use /spawn AGENT --here TASK instead.")
+        thread = await channel.open_thread(state.conversation, request.title)
+        threaded = await self.bridge.open_state(channel, thread)
+        async with threaded.lock:
+            session_id = await self._bind(threaded, request)
+        await deliver(channel, state.conversation, f"🧵 {request.agent} session {session_id} started in a new thread: {request.title}")
+        if request.task:
+            await deliver(channel, thread, f"Task for {request.agent} from {sender.display_name or sender.name}: {request.task}")
+        self._send_task(channel, thread, sender, request.task)
+
+    async def _bind(self, state: ConversationState, request: SpawnRequest) -> str:
+        """Bind the conversation to a new session of the agent, or to the one it resumes (its history summed up)."""
+        if request.resume is None:
+            return await self.bridge.new_session(state, request.agent)
+        session_id, replay = await self.bridge.resume(state, request.resume, request.agent)
+        if not state.channel.capabilities.full_history:
+            await deliver(state.channel, state.conversation, replay.summary(session_id, request.agent))
+        return session_id
+
+    def _send_task(self, channel: Channel, conversation: Conversation, sender: Sender, task: str) -> None:
+        """The task, as the person's own message in the bound conversation: handled once this command is done, so
+        after it where that is this conversation."""
+        if task:
+            message = IncomingMessage(conversation, sender, task)
+            self.bridge.background.spawn(self.bridge.receive_message(channel, message), f"spawn:{conversation.key}")
