@@ -641,7 +641,7 @@ class Bridge:
         channel, conversation = state.channel, state.conversation
         if command.name in ("spawn", "sessions") or (command.name == "resume" and not command.argument):
             try:
-                await (self.spawner.spawn(state, sender, command.argument) if command.name == "spawn" else show_sessions(self, state))
+                await (self.spawner.spawn(state, sender, command.argument) if command.name == "spawn" else show_sessions(self.links, self.offers, state))
             except BridgeError as exc:
                 await self._say(channel, conversation, str(exc))
             return

@@ -5,8 +5,8 @@ agent knows."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from acp import RequestError
 from acp.schema import SessionInfo
@@ -17,9 +17,7 @@ from ..channels.types import BridgeError
 from .agent_links import AgentLink, AgentUnavailable
 from .conversations import ConversationState, Replay
 from .delivery import deliver
-
-if TYPE_CHECKING:
-    from .bridge import Bridge
+from .offers import Offers
 
 SHOWN = 10
 """How many sessions the list shows, the most recently updated first."""
@@ -60,11 +58,11 @@ async def require_known(link: AgentLink, session_id: str, replay: Replay) -> Non
         )
 
 
-async def show_sessions(bridge: Bridge, state: ConversationState) -> None:
+async def show_sessions(links: Mapping[str, AgentLink], offers: Offers, state: ConversationState) -> None:
     """The agent's recent sessions as buttons (a numbered list where there are none); a press sends ``/resume ID``."""
     channel, conversation = state.channel, state.conversation
     name = state.agent or channel.settings.agent
-    link = bridge.links.get(name)
+    link = links.get(name)
     if link is None:
         raise BridgeError(f"Agent {name} is no longer configured; send /new to start over.")
     sessions = (await recent_sessions(link))[:SHOWN]
@@ -80,7 +78,7 @@ async def show_sessions(bridge: Bridge, state: ConversationState) -> None:
         lines.append(f"{n}. {title} ({when}{_standing(info, state)})")
         steps.append(PlanActionMeta(label=_short(f"{title} · {when}"), command=f"/resume {info.session_id}"))
     buttons = channel.capabilities.buttons
-    shown = bridge.offers.buttons(channel, conversation, steps) if buttons else []
+    shown = offers.buttons(channel, conversation, steps) if buttons else []
     state.offer = () if buttons else tuple(step.command for step in steps)
     if not buttons:
         lines.append("Reply with a number to continue that session here.")

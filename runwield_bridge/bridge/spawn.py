@@ -10,17 +10,18 @@ everything else that applies to a message apply to it.
 
 from __future__ import annotations
 
+import asyncio
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from ..channels.background import Background
 from ..channels.contract import Channel, ThreadOpener
 from ..channels.types import BridgeError, Conversation, IncomingMessage, Sender
-from .conversations import ConversationState
+from .agent_links import AgentLink
+from .conversations import ConversationState, Replay
 from .delivery import deliver
-
-if TYPE_CHECKING:
-    from .bridge import Bridge
 
 USAGE = "Usage: /spawn AGENT [--here | --thread] [--resume SESSION_ID] TASK"
 TITLE_LENGTH = 80
@@ -73,10 +74,25 @@ def parse_spawn(argument: str, agents: list[str]) -> SpawnRequest:
     return SpawnRequest(agent, places == {"--thread"}, task, resume)
 
 
+class SpawnHost(Protocol):
+    """What /spawn needs of the Bridge."""
+
+    links: Mapping[str, AgentLink]
+    background: Background
+
+    async def open_state(self, channel: Channel, conversation: Conversation) -> ConversationState: ...
+
+    async def new_session(self, state: ConversationState, agent: str | None = None, cwd: str | None = None) -> str: ...
+
+    async def resume(self, state: ConversationState, session_id: str, agent: str | None = None) -> tuple[str, Replay]: ...
+
+    async def receive_message(self, channel: Channel, message: IncomingMessage) -> asyncio.Task[None] | None: ...
+
+
 class Spawner:
     """Runs /spawn for the Bridge."""
 
-    def __init__(self, bridge: Bridge) -> None:
+    def __init__(self, bridge: SpawnHost) -> None:
         self.bridge = bridge
 
     async def spawn(self, state: ConversationState, sender: Sender, argument: str) -> None:
