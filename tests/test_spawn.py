@@ -73,6 +73,19 @@ async def test_spawn_into_a_new_thread_streams_the_tasks_reply_there_and_the_thr
         assert prompts(tmp_path) == [(session, "fix tests"), (session, "and the flaky one")]
 
 
+async def test_discords_slash_spawn_opens_a_thread_in_the_channel_and_sessions_lists_it(tmp_path: Path) -> None:
+    async with spawning("discord", tmp_path) as (fake, world):
+        echo = await world.slash("spawn", fake.channel_id, agent="codex", task="fix tests", thread=True)
+        assert echo["data"]["content"] == "/spawn codex --thread fix tests", "the command is shown as typed"
+        await world.reply_containing(fake.channel_id, "🧵 codex session", final=True)
+        [thread] = [int(t["id"]) for t in fake.channels.values() if t.get("name") == "fix tests" and t.get("parent_id")]
+        await world.reply_containing(thread, "echo: fix tests", final=True)
+
+        await world.slash("sessions", thread)
+        listing, buttons = await world.buttons(thread, "Sessions of codex")
+        assert [world.label(b) for b in buttons] == ["fix tests · just now"] and "continuing here" in world.current(listing)
+
+
 async def test_spawn_opens_a_telegram_forum_topic_and_is_refused_plainly_where_there_are_none(tmp_path: Path) -> None:
     async with spawning("telegram", tmp_path) as (fake, world):
         fake.push_message(FORUM, OWNER, "/spawn codex --thread fix tests")
@@ -181,8 +194,10 @@ def test_a_spawn_that_cannot_be_understood_says_what_is_wrong(argument: str, err
         parse_spawn(argument, ["codex", "runwield"])
 
 
-def test_a_spawn_reads_quotes_and_its_options() -> None:
-    request = parse_spawn('codex --thread "fix the tests" now', ["codex"])
-    assert (request.agent, request.thread, request.task, request.title) == ("codex", True, "fix the tests now", "fix the tests now")
+def test_a_spawn_reads_its_options_and_takes_the_task_as_typed() -> None:
+    for typed in ('"fix the tests"', "“fix the tests”", "fix the tests"):
+        request = parse_spawn(f"codex --thread {typed}", ["codex"])
+        assert (request.agent, request.thread, request.task, request.title) == ("codex", True, "fix the tests", "fix the tests")
+    assert parse_spawn("codex say \"hi\" --here", ["codex"]).task == 'say "hi" --here', "options come before the task"
     resumed = parse_spawn("codex --resume abc-1", ["codex"])
     assert (resumed.thread, resumed.resume, resumed.task, resumed.title) == (False, "abc-1", "", "codex session abc-1")

@@ -11,7 +11,6 @@ everything else that applies to a message apply to it.
 from __future__ import annotations
 
 import asyncio
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -25,6 +24,7 @@ from .delivery import deliver
 
 USAGE = "Usage: /spawn AGENT [--here | --thread] [--resume SESSION_ID] TASK"
 TITLE_LENGTH = 80
+QUOTES = ('""', "''", "“”", "‘’")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,34 +44,51 @@ class SpawnRequest:
 
 
 def parse_spawn(argument: str, agents: list[str]) -> SpawnRequest:
-    """The request a /spawn's argument makes; BridgeError saying what is wrong (an unknown agent names the configured ones)."""
-    try:
-        words = shlex.split(argument)
-    except ValueError:  # an unclosed quote: the words as typed
-        words = argument.split()
+    """The request a /spawn's argument makes: the agent, then options, then the task as typed (one pair of quotes around
+    all of it taken off); BridgeError saying what is wrong (an unknown agent names the configured ones)."""
+    words, rest = _leading_words(argument)
     if not words or words[0].startswith("--"):
         raise BridgeError(f"Name the agent first. {USAGE}. Configured agents: {', '.join(agents)}.")
-    agent, rest = words[0], words[1:]
+    agent, options = words[0], words[1:]
     if agent not in agents:
         raise BridgeError(f"There is no agent named {agent!r}. Configured agents: {', '.join(agents)}.")
     places: set[str] = set()
     resume: str | None = None
-    while rest and rest[0].startswith("--"):
-        flag = rest.pop(0)
+    while options:
+        flag = options.pop(0)
         if flag in ("--here", "--thread"):
             places.add(flag)
-        elif flag == "--resume" and rest and not rest[0].startswith("--"):
-            resume = rest.pop(0)
+        elif flag == "--resume" and options and not options[0].startswith("--"):
+            resume = options.pop(0)
         elif flag == "--resume":
             raise BridgeError(f"--resume needs the id of the session to continue. {USAGE}")
         else:
             raise BridgeError(f"/spawn has no option {flag}. {USAGE}")
     if len(places) > 1:
         raise BridgeError(f"Choose one of --here and --thread, not both. {USAGE}")
-    task = " ".join(rest).strip()
+    task = _unquoted(rest)
     if not task and resume is None:
         raise BridgeError(f"Say what {agent} should do. {USAGE}")
     return SpawnRequest(agent, places == {"--thread"}, task, resume)
+
+
+def _leading_words(argument: str) -> tuple[list[str], str]:
+    """The agent and the options (with an option's value) at the start, and the rest as typed."""
+    words: list[str] = []
+    rest = argument.strip()
+    while rest and (not words or rest.startswith("--") or words[-1] == "--resume"):
+        word, _, rest = rest.partition(" ")
+        words.append(word)
+        rest = rest.lstrip()
+    return words, rest
+
+
+def _unquoted(text: str) -> str:
+    """The text without one pair of quotes around all of it (straight, or curly as phones type them)."""
+    for opening, closing in QUOTES:
+        if len(text) >= 2 and text[0] == opening and text[-1] == closing and opening not in text[1:-1] and closing not in text[1:-1]:
+            return text[1:-1].strip()
+    return text
 
 
 class SpawnHost(Protocol):
