@@ -13,7 +13,7 @@ import pytest
 
 from runwield_bridge.bridge.spawn import parse_spawn
 from runwield_bridge.channels.types import BridgeError
-from tests.bridge_kit import OWNER, STRANGER, agent_calls, asking_agent
+from tests.bridge_kit import OWNER, STRANGER, agent_calls, asking_agent, bridge_world
 from tests.platform_kit import FAKES, SECTIONS, shows, wld_bridge
 from tests.wld_process import free_port, write_config
 from waiting import PATIENCE, until
@@ -201,3 +201,17 @@ def test_a_spawn_reads_its_options_and_takes_the_task_as_typed() -> None:
     assert parse_spawn("codex say \"hi\" --here", ["codex"]).task == 'say "hi" --here', "options come before the task"
     resumed = parse_spawn("codex --resume abc-1", ["codex"])
     assert (resumed.thread, resumed.resume, resumed.task, resumed.title) == (False, "abc-1", "", "codex session abc-1")
+
+
+async def test_the_built_in_session_hosts_sessions_include_one_started_in_an_ide_and_a_press_continues_it(tmp_path: Path) -> None:
+    async with bridge_world(tmp_path=tmp_path) as world:
+        ide = await world.app.session_host.create(str(tmp_path), title="Refactor the parser")  # as Zed's session/new makes it
+        await world.exchange(OWNER, OWNER, "hello", "You said: hello")
+        await world.send(OWNER, OWNER, "/sessions")
+        message_id, buttons = await world.keyboard(OWNER, "Sessions of runwield")
+        assert [b["text"] for b in buttons] == ["hello · just now", "Refactor the parser · just now"]
+        await world.press(OWNER, OWNER, buttons[1]["callback_data"], message_id)
+        await world.reply_containing(OWNER, f"Resumed session {ide.id} on runwield")
+        await world.exchange(OWNER, OWNER, "carry on", "You said: carry on")
+        transcript = await world.app.store.sessions.transcript(ide.id)
+        assert [e.text for e in transcript if e.kind == "user"] == ["carry on"], "the chat continues the IDE's session"
