@@ -55,7 +55,7 @@ def prompts(tmp_path: Path) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("platform", ["discord", "slack"])
 async def test_spawn_into_a_new_thread_streams_the_tasks_reply_there_and_the_thread_continues_it(platform: str, tmp_path: Path) -> None:
-    async with spawning(platform, tmp_path) as (fake, world):
+    async with spawning(platform, tmp_path, **({"allow_dms": True} if platform == "discord" else {})) as (fake, world):
         where = await world.mention('/spawn codex --thread "fix tests"')
         started = await world.reply_containing(where, "🧵 codex session", final=True)
         [session] = [call["sessionId"] for call in agent_calls(tmp_path, "session/new")]
@@ -71,6 +71,15 @@ async def test_spawn_into_a_new_thread_streams_the_tasks_reply_there_and_the_thr
         await world.say(thread, "and the flaky one")  # a bound thread needs no mention
         await world.reply_containing(thread, "echo: and the flaky one", final=True)
         assert prompts(tmp_path) == [(session, "fix tests"), (session, "and the flaky one")]
+
+        if platform == "slack":  # a direct message: no thread is opened there
+            await world.say(None, "/spawn codex --thread more", channel=fake.add_channel("D0ALICE", fake.user_id, is_im=True)["id"])
+            await world.reply_containing(None, "Slack threads are opened here only in channels, not in a direct message")
+        else:
+            dm = fake.snowflake()
+            await world.say(dm, "/spawn codex --thread more")
+            await world.reply_containing(dm, "Discord has no threads in direct messages")
+        assert len(agent_calls(tmp_path, "session/new")) == 1, "a refused spawn starts no session"
 
 
 async def test_discords_slash_spawn_opens_a_thread_in_the_channel_and_sessions_lists_it(tmp_path: Path) -> None:
