@@ -152,9 +152,16 @@ async def test_spawn_here_resume_known_and_unknown_and_a_stranger_cannot_spawn(t
         assert prompts(tmp_path)[-1] == (first, "still here?"), "a refused resume changed nothing"
         assert not agent_calls(tmp_path / "lenient", "session/prompt") and "anything" not in [t for _, t in prompts(tmp_path)]
 
+        await world.say(OWNER, "slow")
+        await world.reply_containing(OWNER, "0 ")
+        await world.say(OWNER, "/spawn codex --here something else")
+        await world.reply_containing(OWNER, "A turn is running here; send /cancel first, or spawn into a new thread with --thread.")
+        await world.say(OWNER, "/cancel")
+        await world.reply_containing(OWNER, "Cancelled", final=True)
+
         fake.push_message(STRANGER, STRANGER, "/spawn codex --here take over")
         await fake.wait_until(lambda: any("allowlist" in (m.get("text") or "") for m in fake.bot_messages(STRANGER)), timeout=PATIENCE)
-        assert "take over" not in [t for _, t in prompts(tmp_path)] and len(agent_calls(tmp_path, "session/new")) == 1
+        assert not {"take over", "something else"} & {t for _, t in prompts(tmp_path)} and len(agent_calls(tmp_path, "session/new")) == 1
 
 
 async def test_sessions_offers_the_agents_sessions_as_buttons_and_a_press_rebinds_the_chat(tmp_path: Path) -> None:
@@ -214,13 +221,13 @@ def test_a_spawn_reads_its_options_and_takes_the_task_as_typed() -> None:
 
 async def test_the_built_in_session_hosts_sessions_include_one_started_in_an_ide_and_a_press_continues_it(tmp_path: Path) -> None:
     async with bridge_world(tmp_path=tmp_path) as world:
-        ide = await world.app.session_host.create(str(tmp_path), title="Refactor the parser")  # as Zed's session/new makes it
+        ide = [await world.app.session_host.create(str(tmp_path), title=f"Refactor {n}") for n in range(11)]  # as Zed's session/new
         await world.exchange(OWNER, OWNER, "hello", "You said: hello")
         await world.send(OWNER, OWNER, "/sessions")
         message_id, buttons = await world.keyboard(OWNER, "Sessions of runwield")
-        assert [b["text"] for b in buttons] == ["hello · just now", "Refactor the parser · just now"]
+        assert [b["text"] for b in buttons] == ["hello · just now", *(f"Refactor {n} · just now" for n in range(10, 1, -1))], "the ten newest"
         await world.press(OWNER, OWNER, buttons[1]["callback_data"], message_id)
-        await world.reply_containing(OWNER, f"Resumed session {ide.id} on runwield")
+        await world.reply_containing(OWNER, f"Resumed session {ide[10].id} on runwield")
         await world.exchange(OWNER, OWNER, "carry on", "You said: carry on")
-        transcript = await world.app.store.sessions.transcript(ide.id)
+        transcript = await world.app.store.sessions.transcript(ide[10].id)
         assert [e.text for e in transcript if e.kind == "user"] == ["carry on"], "the chat continues the IDE's session"
