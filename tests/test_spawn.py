@@ -113,6 +113,13 @@ async def test_spawn_opens_a_telegram_forum_topic_and_is_refused_plainly_where_t
         [(session, _), (again, _)] = prompts(tmp_path)
         assert session == again, "the topic's next message continues the spawned session"
 
+        fake.push_message(FORUM, OWNER, "/spawn codex --thread --resume nope-2 carry on")
+        await until(lambda: len(fake.topics[FORUM]) == 2, "a second topic opened")
+        said = lambda: [m.get("text") or "" for m in fake.bot_messages(FORUM)]  # noqa: E731
+        await until(lambda: any("Nothing was started in this thread" in t and "nope-2" in t for t in said()), "the topic told why it is empty")
+        general = lambda: [m.get("text") or "" for m in fake.bot_messages(FORUM) if m.get("message_thread_id") is None]  # noqa: E731
+        await until(lambda: any(t.startswith("Agent codex could not reopen session nope-2") for t in general()), "where /spawn was sent, told too")
+
         await world.say(OWNER, "/spawn codex --thread fix tests")
         refusal = await world.reply_containing(OWNER, "Telegram has topics only in groups", final=True)
         assert "--here" in refusal["text"]

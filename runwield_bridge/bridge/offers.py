@@ -25,8 +25,11 @@ KEPT = 1000
 class Step(Protocol):
     """A step to offer: its button's label and the command a press sends (a Plan's next step, a session to resume)."""
 
-    label: str
-    command: str
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def command(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 
 from acp import RequestError
 from acp.schema import SessionInfo
 
-from ..acp.extensions import ARCHIVED, PlanActionMeta
+from ..acp.extensions import ARCHIVED
 from ..ages import age
 from ..channels.types import BridgeError
 from .agent_links import AgentLink, AgentUnavailable
@@ -22,6 +23,14 @@ from .offers import Offers
 SHOWN = 10
 """How many sessions the list shows, the most recently updated first."""
 LABEL_LENGTH = 40
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeStep:
+    """A session offered as a button: its label, and the ``/resume ID`` a press sends."""
+
+    label: str
+    command: str
 
 
 def lists_sessions(link: AgentLink) -> bool:
@@ -76,7 +85,7 @@ async def show_sessions(links: Mapping[str, AgentLink], offers: Offers, state: C
         title = info.title or f"Session {info.session_id}"
         when = age(now - updated) if (updated := _updated(info)) is not None else "age unknown"
         lines.append(f"{n}. {title} ({when}{_standing(info, state)})")
-        steps.append(PlanActionMeta(label=_short(f"{title} · {when}"), command=f"/resume {info.session_id}"))
+        steps.append(ResumeStep(_short(f"{title} · {when}"), f"/resume {info.session_id}"))
     buttons = channel.capabilities.buttons
     shown = offers.buttons(channel, conversation, steps) if buttons else []
     state.offer = () if buttons else tuple(step.command for step in steps)

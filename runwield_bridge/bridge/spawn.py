@@ -21,6 +21,7 @@ from ..channels.types import BridgeError, Conversation, IncomingMessage, Sender
 from .agent_links import AgentLink
 from .conversations import ConversationState, Replay
 from .delivery import deliver
+from .instances import Instances
 
 USAGE = "Usage: /spawn AGENT [--here | --thread] [--resume SESSION_ID] TASK"
 TITLE_LENGTH = 80
@@ -96,6 +97,7 @@ class SpawnHost(Protocol):
 
     links: Mapping[str, AgentLink]
     background: Background
+    instances: Instances | None
 
     async def open_state(self, channel: Channel, conversation: Conversation) -> ConversationState: ...
 
@@ -127,9 +129,15 @@ class Spawner:
         if not isinstance(channel, ThreadOpener):
             raise BridgeError(f"The {channel.name} channel cannot open threads. Use /spawn AGENT --here TASK instead.")
         thread = await channel.open_thread(state.conversation, request.title)
+        if self.bridge.instances is not None:  # the new thread's turns run on this instance, which starts the first
+            await self.bridge.instances.owner(thread.key)
         threaded = await self.bridge.open_state(channel, thread)
         async with threaded.lock:
-            session_id = await self._bind(threaded, request)
+            try:
+                session_id = await self._bind(threaded, request)
+            except BridgeError as exc:
+                await deliver(channel, thread, f"Nothing was started in this thread: {exc}")
+                raise
         await deliver(channel, state.conversation, f"🧵 {request.agent} session {session_id} started in a new thread: {request.title}")
         if request.task:
             await deliver(channel, thread, f"Task for {request.agent} from {sender.display_name or sender.name}: {request.task}")
