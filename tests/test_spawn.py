@@ -48,6 +48,12 @@ async def spawning(platform: str, tmp_path: Path, **section: Any) -> AsyncIterat
             yield fake, world
 
 
+async def told(world: Any, text: str, expect: str) -> dict[str, Any]:
+    """Say ``text`` in the owner's Telegram chat; the bot's finished message there showing ``expect``."""
+    await world.say(OWNER, text)
+    return await world.reply_containing(OWNER, expect, final=True)
+
+
 def prompts(tmp_path: Path) -> list[tuple[str, str]]:
     """(session id, text) of each prompt the codex stand-in got, oldest first."""
     return [(call["sessionId"], call["texts"][-1]) for call in agent_calls(tmp_path, "session/prompt")]
@@ -120,8 +126,7 @@ async def test_spawn_opens_a_telegram_forum_topic_and_is_refused_plainly_where_t
         general = lambda: [m.get("text") or "" for m in fake.bot_messages(FORUM) if m.get("message_thread_id") is None]  # noqa: E731
         await until(lambda: any(t.startswith("Agent codex could not reopen session nope-2") for t in general()), "where /spawn was sent, told too")
 
-        await world.say(OWNER, "/spawn codex --thread fix tests")
-        refusal = await world.reply_containing(OWNER, "Telegram has topics only in groups", final=True)
+        refusal = await told(world, "/spawn codex --thread fix tests", "Telegram has topics only in groups")
         assert "--here" in refusal["text"]
         fake.push_message(PLAIN_GROUP, OWNER, "/spawn codex --thread fix tests")
         await fake.wait_until(lambda: any("needs Topics turned on" in (m.get("text") or "") for m in fake.bot_messages(PLAIN_GROUP)), timeout=PATIENCE)
@@ -130,41 +135,31 @@ async def test_spawn_opens_a_telegram_forum_topic_and_is_refused_plainly_where_t
 
 async def test_spawn_here_resume_known_and_unknown_and_a_stranger_cannot_spawn(tmp_path: Path) -> None:
     async with spawning("telegram", tmp_path) as (fake, world):
-        await world.say(OWNER, "/spawn codex")
-        await world.reply_containing(OWNER, "Say what codex should do. Usage: /spawn AGENT", final=True)
-        await world.say(OWNER, "/spawn gpt5 fix tests")
-        await world.reply_containing(OWNER, "There is no agent named 'gpt5'. Configured agents: codex, lenient, runwield.", final=True)
-        await world.say(OWNER, "/spawn codex --here --thread fix tests")
-        await world.reply_containing(OWNER, "Choose one of --here and --thread, not both", final=True)
+        await told(world, "/spawn codex", "Say what codex should do. Usage: /spawn AGENT")
+        await told(world, "/spawn gpt5 fix tests", "There is no agent named 'gpt5'. Configured agents: codex, lenient, runwield.")
+        await told(world, "/spawn codex --here --thread fix tests", "Choose one of --here and --thread, not both")
 
-        await world.say(OWNER, "/spawn codex --here fix tests")
-        await world.reply_containing(OWNER, "echo: fix tests", final=True)
+        await told(world, "/spawn codex --here fix tests", "echo: fix tests")
         [(first, _)] = prompts(tmp_path)
         assert any(f"codex session {first} is bound here" in text for text in world.texts(OWNER))
 
-        await world.say(OWNER, "/new")
-        await world.reply_containing(OWNER, "New session", final=True)
-        await world.say(OWNER, f"/spawn codex --here --resume {first} and now the docs")
-        resumed = await world.reply_containing(OWNER, f"Resumed session {first} on codex (2 earlier messages)", final=True)
+        await told(world, "/new", "New session")
+        resumed = await told(world, f"/spawn codex --here --resume {first} and now the docs", f"Resumed session {first} on codex (2 earlier messages)")
         assert "echo: fix tests" in resumed["text"]
         await world.reply_containing(OWNER, "echo: and now the docs", final=True)
         assert prompts(tmp_path)[-1] == (first, "and now the docs"), "the earlier session continues"
 
         for agent, refusal in (("codex", "could not reopen session nope-1"), ("lenient", "does not know session nope-1")):
-            await world.say(OWNER, f"/spawn {agent} --here --resume nope-1 anything")
-            told = await world.reply_containing(OWNER, refusal, final=True)
-            assert "no new session was started" in told["text"]
-        await world.say(OWNER, "still here?")
-        await world.reply_containing(OWNER, "echo: still here?", final=True)
+            refused = await told(world, f"/spawn {agent} --here --resume nope-1 anything", refusal)
+            assert "no new session was started" in refused["text"]
+        await told(world, "still here?", "echo: still here?")
         assert prompts(tmp_path)[-1] == (first, "still here?"), "a refused resume changed nothing"
         assert not agent_calls(tmp_path / "lenient", "session/prompt") and "anything" not in [t for _, t in prompts(tmp_path)]
 
         await world.say(OWNER, "slow")
-        await world.reply_containing(OWNER, "0 ")
-        await world.say(OWNER, "/spawn codex --here something else")
-        await world.reply_containing(OWNER, "A turn is running here; send /cancel first, or spawn into a new thread with --thread.")
-        await world.say(OWNER, "/cancel")
-        await world.reply_containing(OWNER, "Cancelled", final=True)
+        await world.reply_containing(OWNER, "0 ")  # while the turn runs
+        await told(world, "/spawn codex --here something else", "A turn is running here; send /cancel first, or spawn into a new thread with --thread.")
+        await told(world, "/cancel", "Cancelled")
 
         fake.push_message(STRANGER, STRANGER, "/spawn codex --here take over")
         await fake.wait_until(lambda: any("allowlist" in (m.get("text") or "") for m in fake.bot_messages(STRANGER)), timeout=PATIENCE)
@@ -173,12 +168,9 @@ async def test_spawn_here_resume_known_and_unknown_and_a_stranger_cannot_spawn(t
 
 async def test_sessions_offers_the_agents_sessions_as_buttons_and_a_press_rebinds_the_chat(tmp_path: Path) -> None:
     async with spawning("telegram", tmp_path, agent="codex") as (fake, world):
-        await world.say(OWNER, "first topic")
-        await world.reply_containing(OWNER, "echo: first topic", final=True)
-        await world.say(OWNER, "/new")
-        await world.reply_containing(OWNER, "New session", final=True)
-        await world.say(OWNER, "second topic")
-        await world.reply_containing(OWNER, "echo: second topic", final=True)
+        await told(world, "first topic", "echo: first topic")
+        await told(world, "/new", "New session")
+        await told(world, "second topic", "echo: second topic")
         (first, _), (second, _) = prompts(tmp_path)
 
         await world.say(OWNER, "/sessions")
@@ -187,8 +179,7 @@ async def test_sessions_offers_the_agents_sessions_as_buttons_and_a_press_rebind
         assert "1. second topic (just now, continuing here)" in listing["text"]
         await world.click(listing, buttons[1])
         await world.reply_containing(OWNER, f"Resumed session {first} on codex", final=True)
-        await world.say(OWNER, "back to the first")
-        await world.reply_containing(OWNER, "echo: back to the first", final=True)
+        await told(world, "back to the first", "echo: back to the first")
         assert prompts(tmp_path)[-1] == (first, "back to the first"), "the next message continues the chosen session"
 
         await world.say(OWNER, "/resume")  # without an id: the same choice
