@@ -11,9 +11,14 @@ from typing import Any
 
 import pytest
 
+from runwield_bridge.acp.client import CommandAgent
+from runwield_bridge.bridge.bindings import MemoryBindings
+from runwield_bridge.bridge.bridge import Bridge
+from runwield_bridge.bridge.inbox import ChannelInbox
 from runwield_bridge.bridge.spawn import parse_spawn
-from runwield_bridge.channels.types import BridgeError
-from tests.bridge_kit import OWNER, STRANGER, agent_calls, asking_agent, bridge_world
+from runwield_bridge.channels.types import BridgeError, Capabilities, Conversation, IncomingMessage, Sender
+from runwield_bridge.config import AgentConfig
+from tests.bridge_kit import FAST_BACKOFF, OWNER, STRANGER, RecordingChannel, agent_calls, asking_agent, bridge_world
 from tests.platform_kit import FAKES, SECTIONS, shows, wld_bridge
 from tests.wld_process import free_port, write_config
 from waiting import PATIENCE, until
@@ -229,3 +234,21 @@ async def test_the_built_in_session_hosts_sessions_include_one_started_in_an_ide
         await world.exchange(OWNER, OWNER, "carry on", "You said: carry on")
         transcript = await world.app.store.sessions.transcript(ide[10].id)
         assert [e.text for e in transcript if e.kind == "user"] == ["carry on"], "the chat continues the IDE's session"
+
+
+async def test_a_channel_without_threads_or_buttons_refuses_a_thread_and_lists_sessions_with_their_resume(tmp_path: Path) -> None:
+    channel = RecordingChannel(Capabilities(max_message_length=4000, buttons=False), agent="codex")
+    bridge = Bridge({"codex": CommandAgent(AgentConfig(**asking_agent(tmp_path)))}, MemoryBindings(), start_timeout=PATIENCE, backoff=FAST_BACKOFF)
+    channel.inbox = ChannelInbox(bridge, channel)
+    here = Conversation("memory", "1")
+    try:
+        for text in ("/spawn codex --thread fix it", "/spawn codex fix it"):
+            await channel.inbox.receive_message(IncomingMessage(here, Sender("me", "me"), text))
+        await channel.wait_for("The memory channel cannot open threads. Use /spawn AGENT --here TASK instead.")
+        await channel.wait_for("echo: fix it")
+        [session] = [call["sessionId"] for call in agent_calls(tmp_path, "session/new")]
+        await channel.inbox.receive_message(IncomingMessage(here, Sender("me", "me"), "/sessions"))
+        listing = await channel.wait_for("Sessions of codex")
+        assert f"1. fix it (just now, continuing here): /resume {session}" in listing and "send its /resume" in listing
+    finally:
+        await bridge.close()

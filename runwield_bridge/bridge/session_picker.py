@@ -68,7 +68,7 @@ async def require_known(link: AgentLink, session_id: str, replay: Replay) -> Non
 
 
 async def show_sessions(links: Mapping[str, AgentLink], offers: Offers, state: ConversationState) -> None:
-    """The agent's recent sessions as buttons (a numbered list where there are none); a press sends ``/resume ID``."""
+    """The agent's recent sessions as buttons that send ``/resume ID`` (where there are none, each with its command)."""
     channel, conversation = state.channel, state.conversation
     name = state.agent or channel.settings.agent
     link = links.get(name)
@@ -79,18 +79,16 @@ async def show_sessions(links: Mapping[str, AgentLink], offers: Offers, state: C
         await deliver(channel, conversation, f"Agent {name} has no sessions yet; your next message starts one.")
         return
     now = time.time()
-    lines = [f"Sessions of {name}, the most recent first (choose one to continue it here):"]
+    buttons = channel.capabilities.buttons
+    lines = [f"Sessions of {name}, the most recent first ({'choose one' if buttons else 'send its /resume'} to continue it here):"]
     steps = []
     for n, info in enumerate(sessions, 1):
         title = info.title or f"Session {info.session_id}"
         when = age(now - updated) if (updated := _updated(info)) is not None else "age unknown"
-        lines.append(f"{n}. {title} ({when}{_standing(info, state)})")
-        steps.append(ResumeStep(_short(f"{title} · {when}"), f"/resume {info.session_id}"))
-    buttons = channel.capabilities.buttons
+        step = ResumeStep(_short(f"{title} · {when}"), f"/resume {info.session_id}")
+        lines.append(f"{n}. {title} ({when}{_standing(info, state)})" + ("" if buttons else f": {step.command}"))
+        steps.append(step)
     shown = offers.buttons(channel, conversation, steps) if buttons else []
-    state.offer = () if buttons else tuple(step.command for step in steps)
-    if not buttons:
-        lines.append("Reply with a number to continue that session here.")
     await deliver(channel, conversation, "\n".join(lines), shown)
 
 
