@@ -23,6 +23,8 @@ from .offers import Offers
 SHOWN = 10
 """How many sessions the list shows, the most recently updated first."""
 LABEL_LENGTH = 40
+PAGES_CHECKED = 20
+"""How many pages of ``session/list`` a resume's check reads before it takes the agent's word for the id."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +62,28 @@ async def require_known(link: AgentLink, session_id: str, replay: Replay) -> Non
     ``session/list`` does not have the id (an agent that says nothing of an unknown id would else start afresh)."""
     if replay.user_messages or replay.agent_messages or not lists_sessions(link):
         return
-    if all(info.session_id != session_id for info in await recent_sessions(link)):
+    if not await _listed(link, session_id):
         raise BridgeError(
             f"Agent {link.name} does not know session {session_id} (it replayed no history and does not list it). "
             "Nothing was sent and no new session was started. Send /sessions to choose one of its sessions."
         )
+
+
+async def _listed(link: AgentLink, session_id: str) -> bool:
+    """Whether the agent's ``session/list`` has the session, on any of its first ``PAGES_CHECKED`` pages."""
+    cursor: str | None = None
+    for _ in range(PAGES_CHECKED):
+        if link.conn is None:
+            return True  # the agent went away: the list cannot say, so the load's own answer stands
+        try:
+            page = await link.conn.list_sessions(cursor=cursor)
+        except (RequestError, ConnectionError):
+            return True
+        if any(info.session_id == session_id for info in page.sessions):
+            return True
+        if not (cursor := page.next_cursor):
+            return False
+    return True
 
 
 async def show_sessions(links: Mapping[str, AgentLink], offers: Offers, state: ConversationState) -> None:
