@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .builtin_commands import BUILTIN_COMMANDS
 from .catalog import ModelCatalog, agent_profile
+from .children import ChildSessions
 from .commands import Command, CommandRegistry, Invocation, parse_invocation
 from .events import Event, TurnSettled
 from .interactions import InteractionBroker, Outcome, PendingQuestion
@@ -100,7 +101,9 @@ class SessionHost:
         agent_profile(default_agent)
         self.store = store
         self.models = models
-        self.tools = tuple(tools)
+        self.children = ChildSessions(self, self._follow_up)
+        """The one-shot child Sessions each Session started (``spawn_session``), and its messages to peers."""
+        self.tools = (*tools, *self.children.tools())
         self.default_model = default_model
         self.default_agent = default_agent
         self.commands = commands or CommandRegistry(BUILTIN_COMMANDS)
@@ -252,8 +255,9 @@ class SessionHost:
         return [c for c in self.commands.commands(record.cwd) if c.advertised]
 
     async def cancel(self, session_id: str) -> None:
-        """Stop the Session's background tasks (no late result follows) and the running turn, if any; return once
-        it has settled."""
+        """Stop the Session's background tasks and children (no late result follows) and the running turn, if any;
+        return once it has settled."""
+        await self.children.cancel(session_id)
         if (live := self.registry.find(session_id)) is not None:
             if live.background is not None:
                 live.background.cancel()
