@@ -12,6 +12,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from acp_session import say, since, text_since, wld_session
+from test_runtime_acp import mcp_config
 from tests.bridge_kit import OWNER, agent_calls, asking_agent, telegram_section
 from tests.fakes.telegram_api import TelegramFake
 from tests.platform_kit import TelegramWorld
@@ -105,3 +107,21 @@ async def test_send_session_steers_a_busy_peer_and_its_reply_comes_back_later(tm
         await chat.reply_containing(PEER_CHAT, "You said: please wrap up", timeout=PATIENCE)
         reply = await chat.reply_containing(OWNER, f"The session {peer} replied to your message", final=True)
         assert "You said: please wrap up" in reply["text"]
+
+
+async def test_the_mcp_bus_offers_spawn_session_to_an_external_agent_and_its_child_reports_back(tmp_path: Path) -> None:
+    async with wld_session(tmp_path, config=mcp_config(["spawn_session"])) as (client, sid):
+        start = len(client.messages)
+        await say(client, sid, "tools")
+        assert text_since(client, start, sid) == "tools: spawn_session"
+        start = len(client.messages)
+        assert (await say(client, sid, "spawn"))["result"] == {"stopReason": "end_turn"}
+        spawned = text_since(client, start, sid)
+        child = json.loads(spawned.removeprefix("spawn: "))["sessionId"]
+        heard = f"heard: The child session {child} on runwield finished: You said: say hi from the child"
+        await until(lambda: heard in text_since(client, start, sid), "the child's result as the parent's own turn")
+        lines = [u for u in since(client, start, sid) if u["sessionUpdate"].startswith("tool_call") and u["toolCallId"] == f"child-{child}"]
+        assert [u["_meta"]["runwield"]["child"]["state"] for u in lines] == ["running", "done"]
+        assert lines[0]["title"] == "🧵 runwield: say hi from the child" and lines[-1]["status"] == "completed"
+        responses = [m for m in client.messages if "id" in m and "method" not in m]
+        assert len(responses) == 4, "initialize, session/new and two prompts: the result turn answers nothing"
