@@ -95,7 +95,7 @@ async def test_cancelling_the_parent_cancels_its_running_child_and_no_result_fol
         assert not [t for t in chat.texts(OWNER) if "finished the task" in t or "too late" in t], "no late result"
 
 
-async def test_send_session_steers_a_busy_peer_and_its_reply_comes_back_later(tmp_path: Path) -> None:
+async def test_send_session_steers_a_busy_peer_or_queues_for_an_idle_one_and_its_reply_comes_back_later(tmp_path: Path) -> None:
     async with world(tmp_path) as (chat, fake):
         await chat.say(PEER_CHAT, "think about it slowly, slow")
         await chat.reply_containing(PEER_CHAT, "You said:")
@@ -107,6 +107,12 @@ async def test_send_session_steers_a_busy_peer_and_its_reply_comes_back_later(tm
         await chat.reply_containing(PEER_CHAT, "You said: please wrap up", timeout=PATIENCE)
         reply = await chat.reply_containing(OWNER, f"The session {peer} replied to your message", final=True)
         assert "You said: please wrap up" in reply["text"]
+
+        await chat.say(OWNER, f"tell session {peer}: one more thing")  # the peer is idle now: the text is its next turn
+        told = await chat.reply_containing(OWNER, '"targetDisposition": "queued"', final=True)
+        assert '"delivery": {"status": "pending"}' in told["text"]
+        await chat.reply_containing(PEER_CHAT, "You said: one more thing")
+        await chat.reply_containing(OWNER, f"The session {peer} replied to your message: You said: one more thing", final=True)
 
 
 async def test_the_mcp_bus_offers_spawn_session_to_an_external_agent_and_its_child_reports_back(tmp_path: Path) -> None:

@@ -8,19 +8,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .commands import Command, CommandContext
+from .catalog import ModelCatalog
 from .events import ChildProgress, ChildState, Event, MessageChunk, Notice, TurnSettled
 from .interactions import Outcome, PendingQuestion
-from .models import ToolSpec
-from .runtime import EXTERNAL, NATIVE
+from .live import Emit, FormAsker, SessionRegistry
+from .models import Image, ToolSpec
+from .recorder import TranscriptRecorder
+from .records import SessionRecord
+from .runtime import EXTERNAL, NATIVE, RuntimeAxis
+from .scheduler import PromptResult
+from .steering import SteeringResult
 from .tools import Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
-    from .sessions import SessionHost
+    from .store import Store
     from .turn import FollowUp
 
 BUILTIN_AGENT = "runwield"
@@ -30,6 +36,28 @@ PARENT = "parent:{session_id}"
 CHILD_RESULT = "child-result"
 CHILD_TOOLS = ("spawn_session", "send_session")
 NOBODY_TO_ASK = "a one-shot child session has nobody to ask"
+
+
+class Host(Protocol):
+    """What child Sessions use of the Session Host (``sessions.py``)."""
+
+    store: Store
+    models: ModelCatalog
+    runtimes: RuntimeAxis
+    registry: SessionRegistry
+    recorder: TranscriptRecorder
+
+    async def get(self, session_id: str) -> SessionRecord: ...
+
+    async def create(self, cwd: str, title: str = "") -> SessionRecord: ...
+
+    async def prompt(
+        self, session_id: str, text: str, emit: Emit, *, forms: FormAsker | None = None, images: Sequence[Image] = ()
+    ) -> PromptResult: ...
+
+    async def cancel(self, session_id: str) -> None: ...
+
+    async def steer(self, session_id: str, text: str) -> SteeringResult: ...
 
 
 @dataclass
@@ -51,10 +79,10 @@ class Child:
 class ChildSessions:
     """The child Sessions each Session started here, and the result turns they scheduled that have not yet run."""
 
-    host: SessionHost
+    host: Host
     follow_up: FollowUp
     children: dict[str, Child] = field(default_factory=dict)
-    pending: dict[str, set[asyncio.Task[Any]]] = field(default_factory=dict)  # by parent: work and result turns
+    pending: dict[str, set[asyncio.Task[Any]]] = field(default_factory=dict)  # by parent: result turns, peer replies
 
     @property
     def agents(self) -> tuple[str, ...]:
@@ -88,7 +116,7 @@ class ChildSessions:
             await self.host.runtimes.choose(child_id, NATIVE if agent == BUILTIN_AGENT else EXTERNAL + agent)
         await self.host.store.bridge.set_binding(PARENT.format(session_id=child_id), agent, parent_id)
         child = self.children[child_id] = Child(child_id, parent_id, agent, task)
-        child.work = self.keep(parent_id, asyncio.create_task(self._run(child), name=f"child:{child_id}"))
+        child.work = asyncio.create_task(self._run(child), name=f"child:{child_id}")  # cancelled through its turn
         await self._show(child)
         return child
 
@@ -115,6 +143,8 @@ class ChildSessions:
         async def nobody(pending: PendingQuestion) -> Outcome:
             return Outcome.failed(NOBODY_TO_ASK)
 
+        if child.state == "cancelled":  # before its turn could start
+            return
         try:
             settled = await self.host.prompt(child.id, child.task, emit, forms=nobody)
         except Exception as exc:  # noqa: BLE001 - a child that cannot start reports why as its result
@@ -138,12 +168,6 @@ class ChildSessions:
         kept.add(task)
         task.add_done_callback(kept.discard)
         return task
-
-    def tools(self) -> tuple[Tool, ...]:
-        """``spawn_session``, and ``send_session`` (``peers.py``), for native turns and the MCP bus."""
-        from .peers import send_session_tool
-
-        return (spawn_session_tool(self), send_session_tool(self))
 
 
 def result_command(child: Child, result: str) -> Command:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .commands import Command, CommandContext
 from .models import ToolSpec
-from .steering import INJECTED
+from .steering import INJECTED, SteeringRejected
 from .tools import Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
@@ -46,13 +46,21 @@ async def send(children: ChildSessions, sender: str, target: str, text: str) -> 
     echo = own_child or await children.parent_of(sender) == target
     turn = live.turn if live.busy else None
     disposition: Disposition = "queued"
-    if turn is not None and (await host.steer(target, text)) == INJECTED:
+    if turn is not None and await _steered(children, target, text):
         disposition = "steered"
     else:
         turn = children.follow_up(target, said_command(PEER_MESSAGE, text, "A message from another session"), "", None)
     if not echo:
         children.keep(sender, asyncio.create_task(_deliver(children, sender, target, turn), name=f"peer-reply:{target}"))
     return {"sessionId": target, "targetDisposition": disposition, "delivery": {"status": "skipped" if echo else "pending"}}
+
+
+async def _steered(children: ChildSessions, target: str, text: str) -> bool:
+    """Whether ``text`` went into the target's running turn (a slash command never does: it is queued instead)."""
+    try:
+        return await children.host.steer(target, text) == INJECTED
+    except SteeringRejected:
+        return False
 
 
 async def _deliver(children: ChildSessions, sender: str, target: str, turn: asyncio.Task[Any]) -> None:

@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from .builtin_commands import BUILTIN_COMMANDS
 from .catalog import ModelCatalog, agent_profile
-from .children import ChildSessions
+from .children import ChildSessions, spawn_session_tool
 from .commands import Command, CommandRegistry, Invocation, parse_invocation
 from .events import Event, TurnSettled
 from .interactions import InteractionBroker, Outcome, PendingQuestion
 from .live import Emit, FormAsker, LiveSession, SessionNotFound, SessionRegistry
 from .metrics import WorkflowMetrics
+from .peers import send_session_tool
 from .recorder import TranscriptRecorder
 from .records import SessionRecord
 from .runtime import NativeOnly, Runtime, RuntimeAxis
@@ -103,7 +104,7 @@ class SessionHost:
         self.models = models
         self.children = ChildSessions(self, self._follow_up)
         """The one-shot child Sessions each Session started (``spawn_session``), and its messages to peers."""
-        self.tools = (*tools, *self.children.tools())
+        self.tools = (*tools, spawn_session_tool(self.children), send_session_tool(self.children))
         self.default_model = default_model
         self.default_agent = default_agent
         self.commands = commands or CommandRegistry(BUILTIN_COMMANDS)
