@@ -79,6 +79,23 @@ async def test_a_child_runs_in_the_background_and_its_result_is_a_later_turn_of_
         assert [c["texts"] for c in agent_calls(tmp_path, "session/prompt")] == [[TASK], ["hurry please"]], "nothing echoed to the child"
 
 
+async def test_a_child_resumed_by_its_parent_continues_its_agent_session_and_a_strange_id_starts_nothing(tmp_path: Path) -> None:
+    async with world(tmp_path) as (chat, fake):
+        await chat.say(OWNER, "delegate to tester: first part")
+        child = child_of((await chat.reply_containing(OWNER, '"status": "accepted"', final=True))["text"])
+        await chat.reply_containing(OWNER, "It says: echo: first part", final=True)
+        await chat.say(OWNER, f"delegate to tester again in {child}: second part")
+        await until(lambda: len([t for t in chat.texts(OWNER) if '"status": "accepted"' in t]) == 2, "the second spawn accepted")
+        again = child_of([t for t in chat.texts(OWNER) if '"status": "accepted"' in t][-1])
+        await chat.reply_containing(OWNER, "It says: echo: second part", final=True)
+        first, second = agent_calls(tmp_path, "session/prompt")
+        assert again == child and second["sessionId"] == first["sessionId"], "the same child, on the same agent session"
+        await chat.say(OWNER, "delegate to tester again in nosuchsession: third part")
+        refused = await chat.reply_containing(OWNER, "nosuchsession", final=True)
+        assert "no child session 'nosuchsession' of this session on tester to resume; nothing was started" in refused["text"]
+        assert len(agent_calls(tmp_path, "session/prompt")) == 2
+
+
 async def test_cancelling_the_parent_cancels_its_running_child_and_no_result_follows(tmp_path: Path) -> None:
     async with world(tmp_path) as (chat, fake):
         await chat.say(OWNER, "delegate to tester: hold it, slow down")  # the parent's own reply is slow too

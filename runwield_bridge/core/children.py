@@ -107,10 +107,10 @@ class ChildSessions:
             raise ToolError("a child session cannot start children of its own")
         parent = await self.host.get(parent_id)
         if resume:
-            try:
-                child_id = (await self.host.get(resume)).id
-            except LookupError:
-                raise ToolError(f"no session {resume!r} to resume; nothing was started") from None
+            kept = await self.host.store.bridge.get_binding(PARENT.format(session_id=resume))
+            if kept is None or (kept.acp_session_id, kept.agent) != (parent_id, agent):
+                raise ToolError(f"no child session {resume!r} of this session on {agent} to resume; nothing was started")
+            child_id = resume
         else:
             child_id = (await self.host.create(parent.cwd, title=f"🧵 {agent}: {task}"[:80])).id
             await self.host.runtimes.choose(child_id, NATIVE if agent == BUILTIN_AGENT else EXTERNAL + agent)
@@ -188,7 +188,7 @@ def spawn_session_tool(children: ChildSessions) -> Tool:
         "properties": {
             "agent": {"type": "string", "description": "The agent to run the task: runwield (this Session Host) or a configured agent"},
             "task": {"type": "string", "description": "The task, as the child's one prompt"},
-            "resume_session_id": {"type": "string", "description": "A child session id to continue instead of starting a new one"},
+            "resume_session_id": {"type": "string", "description": "The id of an earlier child of this session to continue instead of starting a new one"},
         },
         "required": ["agent", "task"],
     }

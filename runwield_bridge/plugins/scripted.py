@@ -33,7 +33,7 @@ MESSAGE_TEXT = operator.attrgetter("text")
 _REVIEW_ARTIFACT = re.compile(r"\breview the file\s+([\w./-]+)(?:\s+asking\s+(.+))?", re.IGNORECASE | re.DOTALL)
 _READ = re.compile(r"\bread\s+(\S+)", re.IGNORECASE)
 _MAKE_A_PLAN = re.compile(r"\bmake a plan\b(?:\s+(?:to|for|about)\b)?[\s:,-]*(.*)", re.IGNORECASE | re.DOTALL)
-_DELEGATE = re.compile(r"\bdelegate to\s+([\w.-]+):\s*(.+)", re.IGNORECASE | re.DOTALL)
+_DELEGATE = re.compile(r"\bdelegate to\s+([\w.-]+)(?:\s+again in\s+([\w-]+))?:\s*(.+)", re.IGNORECASE | re.DOTALL)
 _TELL = re.compile(r"\btell session\s+([\w-]+):\s*(.+)", re.IGNORECASE | re.DOTALL)
 _CHILD_RESULT = re.compile(r"^The child session \S+ on (\S+) (finished|failed): (.*)", re.DOTALL)
 _INTERVIEW = re.compile(r"\binterview\b", re.IGNORECASE)
@@ -112,7 +112,8 @@ def scripted_plan(prompt: str) -> dict[str, str]:
 def _tool_call_for(prompt: str, position: int) -> ToolCallRequest | None:
     lowered = prompt.lower()
     if match := _DELEGATE.search(prompt):
-        return ToolCallRequest(f"call-{position}", "spawn_session", {"agent": match.group(1), "task": match.group(2).strip()})
+        resume = {"resume_session_id": match.group(2)} if match.group(2) else {}
+        return ToolCallRequest(f"call-{position}", "spawn_session", {"agent": match.group(1), "task": match.group(3).strip(), **resume})
     if match := _TELL.search(prompt):
         return ToolCallRequest(f"call-{position}", "send_session", {"session_id": match.group(1), "text": match.group(2).strip()})
     if _INTERVIEW.search(prompt):
