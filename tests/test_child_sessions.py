@@ -96,6 +96,14 @@ async def test_a_child_resumed_by_its_parent_continues_its_agent_session_and_a_s
         assert len(agent_calls(tmp_path, "session/prompt")) == 2
 
 
+async def test_a_child_whose_agent_fails_is_reported_to_the_parent_as_failed(tmp_path: Path) -> None:
+    async with world(tmp_path) as (chat, fake):
+        await chat.say(OWNER, "delegate to tester: crash right away")
+        result = await chat.reply_containing(OWNER, "tester failed the task I handed over", final=True)
+        assert "the external agent tester failed" in result["text"]
+        await until(lambda: line_of(fake, OWNER)["text"] == "🧵 tester: crash right away … failed", "the line edited to failed")
+
+
 async def test_cancelling_the_parent_cancels_its_running_child_and_no_result_follows(tmp_path: Path) -> None:
     async with world(tmp_path) as (chat, fake):
         await chat.say(OWNER, "delegate to tester: hold it, slow down")  # the parent's own reply is slow too

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .commands import Command, CommandContext
 from .catalog import ModelCatalog
-from .events import ChildProgress, ChildState, Event, MessageChunk, Notice, TurnSettled
+from .events import ChildProgress, ChildState, Event, MessageChunk, TurnSettled
 from .interactions import Outcome, PendingQuestion
 from .live import Emit, FormAsker, SessionRegistry
 from .models import Image, ToolSpec
@@ -36,6 +36,8 @@ PARENT = "parent:{session_id}"
 CHILD_RESULT = "child-result"
 CHILD_TOOLS = ("spawn_session", "send_session")
 NOBODY_TO_ASK = "a one-shot child session has nobody to ask"
+ENDED: dict[str, ChildState] = {"cancelled": "cancelled", "error": "failed"}
+"""A child's state after its turn settled with this stop reason (any other: done)."""
 
 
 class Host(Protocol):
@@ -137,8 +139,6 @@ class ChildSessions:
         async def emit(event: Event) -> None:
             if isinstance(event, MessageChunk) and not event.aside:
                 said.append(event.text)
-            elif isinstance(event, Notice) and event.level == "error":
-                said.append(event.text)
 
         async def nobody(pending: PendingQuestion) -> Outcome:
             return Outcome.failed(NOBODY_TO_ASK)
@@ -149,12 +149,17 @@ class ChildSessions:
             settled = await self.host.prompt(child.id, child.task, emit, forms=nobody)
         except Exception as exc:  # noqa: BLE001 - a child that cannot start reports why as its result
             settled = TurnSettled("error", error=f"{type(exc).__name__}: {exc}")
-        if child.state == "cancelled" or not isinstance(settled, TurnSettled) or settled.stop_reason == "cancelled":
+        if not isinstance(settled, TurnSettled):  # cannot happen: ``nobody`` answers every question, none parks it
+            await self.host.cancel(child.id)
+            settled = TurnSettled("error", error=NOBODY_TO_ASK)
+        if child.state == "cancelled":  # cancel() stopped it and said so
             return
-        child.state = "failed" if settled.stop_reason == "error" else "done"
+        child.state = ENDED.get(settled.stop_reason, "done")
         await self._show(child)
+        if child.state == "cancelled":  # its agent stopped: no result follows
+            return
         reply = "".join(said).strip() or "(no reply)"
-        command = result_command(child, reply if child.state == "done" else settled.error or reply)
+        command = result_command(child, reply if child.state == "done" else settled.error or "the turn failed")
         self.keep(child.parent_id, self.follow_up(child.parent_id, command, "", None))
 
     async def _show(self, child: Child) -> None:
