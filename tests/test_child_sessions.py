@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from acp_session import say, since, text_since, wld_session
+from acp_wire import WireClient
+from test_acp_server import INIT, WLD
 from test_runtime_acp import mcp_config
 from tests.bridge_kit import OWNER, agent_calls, asking_agent, telegram_section
 from tests.fakes.telegram_api import TelegramFake
@@ -156,3 +158,9 @@ async def test_the_mcp_bus_offers_spawn_session_to_an_external_agent_and_its_chi
         assert lines[0]["title"] == "🧵 runwield: say hi from the child" and lines[-1]["status"] == "completed"
         responses = [m for m in client.messages if "id" in m and "method" not in m]
         assert len(responses) == 4, "initialize, session/new and two prompts: the result turn answers nothing"
+    async with WireClient.spawn([WLD, "acp"], cwd=tmp_path, env={"WLD_CONFIG": str(tmp_path / "wld.toml")}) as client:
+        await client.call("initialize", INIT)
+        await client.call("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
+        users = [u["content"]["text"] for u in since(client, 0, sid, "user_message_chunk")]
+        assert users == ["tools", "spawn"], "the result turn's prompt is kept as the model's input, not as a person's words"
+        assert heard in text_since(client, 0, sid)
