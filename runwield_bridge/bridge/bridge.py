@@ -531,7 +531,7 @@ class Bridge:
                 self._early_commands[(agent, session_id)] = _menu_commands(update)
             return
         if (child := CHILD.read(update)) is not None:
-            self.child_lines.show(state.channel, state.conversation, child)
+            self.child_lines.show(state.channel, state.conversation, session_id, child)
             return
         if state.replay is not None:
             state.replay.add(update)
@@ -701,7 +701,7 @@ class Bridge:
                 f"Model: {_model_name(state.model_option) or 'unknown'}",
                 f"State: {activity}",
                 f"Queue: {state.queue.mode}" + (f" ({len(state.queue)} waiting)" if state.queue else ""),
-                *filter(None, [self.child_lines.status(state.conversation)]),
+                *filter(None, [self.child_lines.status(state.conversation, state.session_id)]),
             ]
         )
 

@@ -31,15 +31,15 @@ class ChildLine:
 
 
 class ChildLines:
-    """The children each conversation's session started, as lines that are edited in place."""
+    """The children each conversation's sessions started, as lines that are edited in place."""
 
     def __init__(self, background: Background) -> None:
         self.background = background
-        self._lines: dict[str, dict[str, ChildLine]] = {}
+        self._lines: dict[tuple[str, str], dict[str, ChildLine]] = {}  # by conversation and parent session
 
-    def show(self, channel: Channel, conversation: Conversation, child: ChildMeta) -> None:
+    def show(self, channel: Channel, conversation: Conversation, parent: str, child: ChildMeta) -> None:
         """A child's progress update: send its line (the first time) or edit it, in the order the updates came."""
-        lines = self._lines.setdefault(conversation.key, {})
+        lines = self._lines.setdefault((conversation.key, parent), {})
         line = lines.get(child.session_id)
         if line is None:
             line = lines[child.session_id] = ChildLine(child)
@@ -56,9 +56,9 @@ class ChildLines:
             except Exception as exc:
                 log.warning("could not show a child session's line in %s: %s", conversation.key, exc)
 
-    def status(self, conversation: Conversation) -> str | None:
-        """The ``/status`` line naming the conversation's children (id, agent, state), if it has any."""
-        lines = self._lines.get(conversation.key)
+    def status(self, conversation: Conversation, parent: str | None) -> str | None:
+        """The ``/status`` line naming the children of the conversation's session (id, agent, state), if it has any."""
+        lines = self._lines.get((conversation.key, parent or ""))
         if not lines:
             return None
         return "Children: " + ", ".join(f"{line.child.session_id} ({line.child.agent}, {line.child.state})" for line in lines.values())

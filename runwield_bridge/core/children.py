@@ -132,6 +132,11 @@ class ChildSessions:
                 await self.host.cancel(child.id)
                 await self._show(child)
 
+    def forget(self, parent_id: str) -> None:
+        """The parent is closed: its children (cancelled by now) are no longer kept here."""
+        for child in self.of(parent_id):
+            del self.children[child.id]
+
     async def _run(self, child: Child) -> None:
         """The child's one turn; its reply (or failure) goes to the parent as the parent's own result turn."""
         said: list[str] = []

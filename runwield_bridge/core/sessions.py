@@ -279,6 +279,7 @@ class SessionHost:
     async def close(self, session_id: str) -> None:
         """Release live resources (the client's tool servers stop); stored state, archive flag included, is untouched."""
         await self.cancel(session_id)
+        self.children.forget(session_id)
         live = self.registry.remove(session_id)
         if live is not None:
             self.scheduler.drop(live)
