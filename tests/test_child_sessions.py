@@ -106,6 +106,22 @@ async def test_a_child_whose_agent_fails_is_reported_to_the_parent_as_failed(tmp
         await until(lambda: line_of(fake, OWNER)["text"] == "🧵 tester: crash right away … failed", "the line edited to failed")
 
 
+async def test_a_child_writing_to_its_parent_is_not_announced_back_no_echo_loop(tmp_path: Path) -> None:
+    async with world(tmp_path) as (chat, fake):
+        await chat.say(OWNER, "hello")  # the first message starts the parent session
+        await chat.reply_containing(OWNER, "You said: hello", final=True)
+        await chat.say(OWNER, "/status")
+        parent_id = re.search(r"Session: (\S+)", (await chat.reply_containing(OWNER, "Session: ", final=True))["text"]).group(1)
+        await chat.say(OWNER, f"delegate to runwield: tell session {parent_id}: hi from your child")
+        result = await chat.reply_containing(OWNER, "runwield finished the task I handed over", final=True)
+        assert '"delivery": {"status": "skipped"}' in result["text"], "the child's word to its parent is not announced back"
+        await chat.reply_containing(OWNER, "You said: hi from your child", final=True)
+        await chat.say(OWNER, "/status")
+        await until(lambda: sum("Children:" in t for t in chat.texts(OWNER)) == 1, "the status with the child")
+        assert sum("finished the task" in t for t in chat.texts(OWNER)) == 1, "one result turn, and nothing bounced back"
+        assert not [t for t in chat.texts(OWNER) if "replied to your message" in t]
+
+
 async def test_cancelling_the_parent_cancels_its_running_child_and_no_result_follows(tmp_path: Path) -> None:
     async with world(tmp_path) as (chat, fake):
         await chat.say(OWNER, "delegate to tester: hold it, slow down")  # the parent's own reply is slow too
