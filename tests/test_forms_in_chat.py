@@ -27,12 +27,12 @@ FAKES = {"telegram": TelegramFake, "discord": lambda: DiscordFake(install=False)
 
 
 @contextlib.asynccontextmanager
-async def wld_bridge(platform: str, tmp_path: Path, home: Path, log_level: str = "INFO") -> AsyncIterator[tuple[Any, Path]]:
+async def wld_bridge(platform: str, tmp_path: Path, home: Path, log_level: str = "INFO", **section: Any) -> AsyncIterator[tuple[Any, Path]]:
     """`wld bridge` as a real process whose channel's agent is the SDK test agent, once it listens to the platform's
     fake; the platform's world on it, and the file its output (stdout and stderr) goes to."""
     async with FAKES[platform]() as fake:
         port = free_port()
-        section = SECTIONS[platform](fake) | {"agent": "asker"}
+        section = SECTIONS[platform](fake) | {"agent": "asker", **section}
         config = {"log_level": log_level, "web": {"listen": f"127.0.0.1:{port}"}, "channels": {platform: section}, "agents": {"asker": asking_agent(tmp_path)}}
         output = tmp_path / "wld-bridge.log"
         process = await start_bridge(write_config(tmp_path / "wld.toml", config), home, output)
@@ -83,7 +83,7 @@ async def test_forms_links_and_choices_in_a_telegram_chat(tmp_path: Path, wld_ho
         assert labels(world, buttons) == ["☐ Cheese", "☐ Olives", "☐ Basil", "☐ Ham", "Done", "Cancel"]
         await world.click(question, button(world, buttons, "☐ Cheese"))
         await world.click(question, button(world, buttons, "☐ Basil"))
-        await until(lambda: labels(world, world._keys(question))[:4] == ["☑ Cheese", "☐ Olives", "☑ Basil", "☐ Ham"], "both toppings shown as chosen")
+        await until(lambda: labels(world, world_buttons(world, question))[:4] == ["☑ Cheese", "☐ Olives", "☑ Basil", "☐ Ham"], "both toppings shown as chosen")
         await world.click(question, button(world, buttons, "Done"))
         await world.reply_containing(chat, 'form: accept {"toppings": ["cheese", "basil"]}')
         assert "→ Cheese, Basil (by" in world.current(question)
@@ -109,11 +109,63 @@ async def test_forms_links_and_choices_in_a_telegram_chat(tmp_path: Path, wld_ho
         assert len(agent_calls(tmp_path, "session/prompt")) == 7, "every answer went to a form, none to the agent as a prompt"
 
 
-DELETION = {
+@pytest.mark.parametrize("platform", ["discord", "slack"])
+async def test_on_discord_and_slack_three_fields_are_one_message_and_a_multi_select_takes_two_choices(platform: str, tmp_path: Path, wld_home: Path) -> None:
+    async with wld_bridge(platform, tmp_path, wld_home) as (world, _):
+        thread = await world.mention("details please")
+        form = await world.reply_containing(thread, "A few details", final=True)
+        assert all(line in world.current(form) for line in ("1/3. Your name", "2/3. Age", "3/3. City"))
+        await world.say(thread, "Ann\n41\nParis")
+        await world.reply_containing(thread, 'form: accept {"age": 41, "city": "Paris", "name": "Ann"}')
+        assert sum("A few details" in text for text in world.texts(thread)) == 1
+
+        await world.say(thread, "toppings please")
+        question, buttons = await world.buttons(thread, "Which toppings?")
+        assert labels(world, buttons) == ["☐ Cheese", "☐ Olives", "☐ Basil", "☐ Ham", "Done", "Cancel"]
+        await world.click(question, button(world, buttons, "☐ Olives"))
+        await until(lambda: "☑ Olives" in labels(world, world_buttons(world, question)), "Olives shown as chosen")
+        await world.click(question, button(world, world_buttons(world, question), "☐ Ham"))
+        await until(lambda: "☑ Ham" in labels(world, world_buttons(world, question)), "Ham shown as chosen")
+        await world.click(question, button(world, world_buttons(world, question), "Done"))
+        await world.reply_containing(thread, 'form: accept {"toppings": ["olives", "ham"]}')
+
+
+def world_buttons(world: Any, message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The buttons a message of the bot's shows now."""
+    if isinstance(world, TelegramWorld):
+        current = world.fake.messages[(OWNER, message["message_id"])]
+        return [b for row in (current.get("reply_markup") or {}).get("inline_keyboard", []) for b in row]
+    if isinstance(world, DiscordWorld):
+        current = world.fake.messages[int(message["id"])]
+        return [c for row in current.get("components") or () for c in row.get("components") or ()]
+    current = world.fake.messages[(message["channel"], message["ts"])]
+    return [e for block in current.get("blocks") or () if block["type"] == "actions" for e in block["elements"]]
+
+
+REFUSED = " Delete your message yourself: it holds the answer."
+CASES = {
     "telegram": ("deleteMessage", WARNING),
     "discord": ("delete_message", WARNING),
-    "slack": ("chat.delete", "⚠️ Slack did not let the bot delete your message (cant_delete_message): a bot may delete only its own messages."),
+    "discord-dm": (
+        "delete_message",
+        "⚠️ Discord did not let the bot delete your message (Cannot execute action on a DM channel): in a DM it may delete only its own messages." + REFUSED,
+    ),
+    "discord-no-rights": (
+        "delete_message",
+        "⚠️ Discord did not let the bot delete your message (Missing Permissions): in a server it needs the Manage Messages permission." + REFUSED,
+    ),
+    "slack": ("chat.delete", "⚠️ Slack did not let the bot delete your message (cant_delete_message): a bot may delete only its own messages." + REFUSED),
 }
+"""Per case: the platform call that deletes the reply, and what the chat says after it (the warning stands, or the refusal)."""
+
+
+async def first_words(world: Any, case: str, text: str) -> Any:
+    """Start the conversation: in a Discord DM for ``discord-dm``, else where the platform's world starts one."""
+    if case != "discord-dm":
+        return await world.mention(text)
+    dm = int(world.fake.dm_channel(world.fake.user_id)["id"])
+    await world.say(dm, text)
+    return dm
 
 
 def nowhere(secret: str, home: Path, output: Path) -> list[str]:
@@ -121,24 +173,24 @@ def nowhere(secret: str, home: Path, output: Path) -> list[str]:
     return [str(path) for path in [*sorted(home.rglob("*")), output] if path.is_file() and secret.encode() in path.read_bytes()]
 
 
-@pytest.mark.parametrize("platform", ["telegram", "discord", "slack"])
-async def test_a_secret_answer_reaches_the_agent_once_is_deleted_from_the_chat_and_kept_nowhere(platform: str, tmp_path: Path, wld_home: Path) -> None:
-    call, told = DELETION[platform]
-    async with wld_bridge(platform, tmp_path, wld_home, log_level="DEBUG") as (world, output):
+@pytest.mark.parametrize("case", list(CASES))
+async def test_a_secret_answer_reaches_the_agent_once_is_deleted_from_the_chat_and_kept_nowhere(case: str, tmp_path: Path, wld_home: Path) -> None:
+    call, told = CASES[case]
+    platform = case.split("-")[0]
+    async with wld_bridge(platform, tmp_path, wld_home, log_level="DEBUG", **({"allow_dms": True} if case == "discord-dm" else {})) as (world, output):
         fake = world.fake
-        thread = await world.mention("token please")
+        fake.manage_messages = case != "discord-no-rights"
+        thread = await first_words(world, case, "token please")
         question = await world.reply_containing(thread, "Your API token, please", final=True)
         assert WARNING in world.current(question), "the question warns before anything is typed"
         mark = fake.mark()
         await world.say(thread, SECRET)
         await world.reply_containing(thread, f"token: accept, {len(SECRET)} characters")
-        [deletion] = await fake.wait_for_calls(call, count=1, since=mark)
+        await fake.wait_for_call(call, since=mark)
         await world.reply_containing(thread, told)
         assert "→ 🔒 sent (by" in world.current(question), world.current(question)
-        if platform == "slack":
-            assert deletion.params["ts"] in {ts for (_, ts), m in fake.messages.items() if m.get("text") == SECRET}, "Slack kept it"
-        else:
-            assert not [m for m in fake.messages.values() if SECRET in (m.get("text") or m.get("content") or "")], "the reply is gone"
+        kept = [m for m in fake.messages.values() if SECRET in (m.get("text") or m.get("content") or "")]
+        assert len(kept) == (0 if told == WARNING else 1), "deleted where the platform allows it, else still there"
         if platform == "telegram":
             await world.say(thread, "token password please")  # "format": "password", as SDK-built agents send it
             await until(lambda: sum(WARNING in text for text in world.texts(thread)) == 2, "the second secret question")

@@ -19,7 +19,7 @@ from ...channels.types import Button, ButtonPress, Conversation, MessageRef, Sen
 from ..delivery import deliver
 from ...channels.unfinished import Keeper, MemoryMessageLog, MessageLog
 from ...redaction import HOLD
-from . import secret_replies
+from .secret_replies import SENT, delete_reply, hide, warning
 
 log = logging.getLogger(__name__)
 PRESS_PREFIX = "wld"
@@ -133,7 +133,7 @@ class ChatQuestions:
             (question.options and question.options_as_buttons) or question.decline
         )
         if question.secret:
-            question = replace(question, text=f"{question.text}\n\n{secret_replies.warning(channel)}")
+            question = replace(question, text=f"{question.text}\n\n{warning(channel)}")
             HOLD.hold()  # from before the question shows: the reply's update is logged before it is read
         pending = _Pending(self._new_token(), channel, conversation, question, buttons)
         self._by_token[pending.token] = pending
@@ -220,13 +220,13 @@ class ChatQuestions:
             return "Please answer the question above with its buttons, or send /cancel."
         question = pending.question
         if question.secret:
-            secret_replies.read(text)
+            hide(text)
             if message_id is not None:
-                pending.later(secret_replies.delete_reply(pending.channel, MessageRef(conversation, message_id)))
+                pending.later(delete_reply(pending.channel, MessageRef(conversation, message_id)))
         try:
             if question.parse is not None:
                 value = question.parse(text)
-                label = secret_replies.SENT if question.secret else question.label_of(value)
+                label = SENT if question.secret else question.label_of(value)
                 answer = Answer(ChatOutcome.ANSWERED, value, sender, label)
             else:
                 index = choose(question.options, text)

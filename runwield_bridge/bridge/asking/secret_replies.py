@@ -25,7 +25,7 @@ def warning(channel: Any) -> str:
     return DELETES if callable(getattr(channel, "delete", None)) else KEEPS
 
 
-def read(text: str) -> None:
+def hide(text: str) -> None:
     """A reply to a secret question has arrived: redact it from every log line from now on (held ones included)."""
     for value in {text, text.strip()}:
         keep_secret(value, SHORTEST)
