@@ -105,7 +105,8 @@ def parse_request(params: Any) -> Any:
 def secret_names(params: Any) -> frozenset[str]:
     """The string fields of a raw form request marked secret: ``"writeOnly": true``, ``_meta`` ``{"secret": true}``, or
     ``"format": "password"`` (which SDK-built agents send though the official schema does not list it)."""
-    properties = (params.get("requestedSchema") or {}).get("properties") if isinstance(params, dict) else None
+    schema = params.get("requestedSchema") if isinstance(params, dict) else None
+    properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict):
         return frozenset()
     return frozenset(
