@@ -176,3 +176,16 @@ async def test_cancel_typed_to_a_choice_without_such_an_option_cancels_the_form(
     await channel.wait_for("Order")
     assert interactions.offer_text(HERE, "cancel", ME) is None
     assert await again == {"action": "cancel"}
+
+
+async def test_where_the_chat_cannot_delete_a_secret_reply_the_warning_says_so_and_the_answer_is_never_shown() -> None:
+    channel = RecordingChannel(Capabilities(max_message_length=1000, buttons=False))  # like the terminal: no delete
+    interactions = ChatQuestions()
+    form = schema({"token": {"type": "string", "format": "password", "minLength": 8}}, ["token"])
+    result = asyncio.create_task(run_form("Token?", form, lambda q, t: interactions.ask(channel, HERE, q, t), 5, frozenset({"token"})))
+    asked = await channel.wait_for("Token?")
+    assert "🔒 This answer is sent to the agent and not kept. This chat cannot delete messages: clear your reply yourself." in asked
+    assert interactions.offer_text(HERE, "short", ME) == "Please write at least 8 characters. (Or send /cancel.)"
+    assert interactions.offer_text(HERE, "s3cret-value", ME) is None
+    assert await result == {"action": "accept", "content": {"token": "s3cret-value"}}
+    assert "→ 🔒 sent (by me)" in channel.texts()[-1] and not [t for t in channel.texts() if "s3cret" in t or "short" in t]
