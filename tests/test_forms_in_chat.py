@@ -50,6 +50,12 @@ async def wld_bridge(platform: str, tmp_path: Path, home: Path, log_level: str =
             await stop_bridges([(process, output)], timeout=30)
 
 
+async def exchange(world: Any, thread: Any, text: str, expect: str) -> None:
+    """Say ``text`` in the conversation and wait for the bot's message showing ``expect``."""
+    await world.say(thread, text)
+    await world.reply_containing(thread, expect)
+
+
 def labels(world: Any, buttons: list[dict[str, Any]]) -> list[str]:
     return [world.label(b) for b in buttons]
 
@@ -65,18 +71,14 @@ async def test_forms_links_and_choices_in_a_telegram_chat(tmp_path: Path, wld_ho
         form = await world.reply_containing(chat, "A few details", final=True)
         assert all(line in form["text"] for line in ("1/3. Your name", "2/3. Age", "3/3. City")), form["text"]
         assert "one answer per line" in form["text"]
-        await world.say(chat, "Ann\n41\nParis")
-        await world.reply_containing(chat, 'form: accept {"age": 41, "city": "Paris", "name": "Ann"}')
+        await exchange(world, chat, "Ann\n41\nParis", 'form: accept {"age": 41, "city": "Paris", "name": "Ann"}')
         assert sum("A few details" in text for text in world.texts(chat)) == 1, "the three fields were one message"
 
         await world.say(chat, "details again")
         await until(lambda: sum("A few details" in text for text in world.texts(chat)) == 2, "the form asked again")
-        await world.say(chat, "Bo")
-        await world.reply_containing(chat, "Noted. Next: 2. Age")
-        await world.say(chat, "forty\nRome")
-        await world.reply_containing(chat, "2. Age: Please reply with a whole number. Nothing in that message was taken.")
-        await world.say(chat, "7\nRome")
-        await world.reply_containing(chat, 'form: accept {"age": 7, "city": "Rome", "name": "Bo"}')
+        await exchange(world, chat, "Bo", "Noted. Next: 2. Age")
+        await exchange(world, chat, "forty\nRome", "2. Age: Please reply with a whole number. Nothing in that message was taken.")
+        await exchange(world, chat, "7\nRome", 'form: accept {"age": 7, "city": "Rome", "name": "Bo"}')
 
         await world.say(chat, "toppings please")
         question, buttons = await world.buttons(chat, "Which toppings?")
@@ -115,8 +117,7 @@ async def test_on_discord_and_slack_three_fields_are_one_message_and_a_multi_sel
         thread = await world.mention("details please")
         form = await world.reply_containing(thread, "A few details", final=True)
         assert all(line in world.current(form) for line in ("1/3. Your name", "2/3. Age", "3/3. City"))
-        await world.say(thread, "Ann\n41\nParis")
-        await world.reply_containing(thread, 'form: accept {"age": 41, "city": "Paris", "name": "Ann"}')
+        await exchange(world, thread, "Ann\n41\nParis", 'form: accept {"age": 41, "city": "Paris", "name": "Ann"}')
         assert sum("A few details" in text for text in world.texts(thread)) == 1
 
         await world.say(thread, "toppings please")
@@ -184,8 +185,7 @@ async def test_a_secret_answer_reaches_the_agent_once_is_deleted_from_the_chat_a
         question = await world.reply_containing(thread, "Your API token, please", final=True)
         assert WARNING in world.current(question), "the question warns before anything is typed"
         mark = fake.mark()
-        await world.say(thread, SECRET)
-        await world.reply_containing(thread, f"token: accept, {len(SECRET)} characters")
+        await exchange(world, thread, SECRET, f"token: accept, {len(SECRET)} characters")
         await fake.wait_for_call(call, since=mark)
         await world.reply_containing(thread, told)
         assert "→ 🔒 sent (by" in world.current(question), world.current(question)
@@ -194,8 +194,7 @@ async def test_a_secret_answer_reaches_the_agent_once_is_deleted_from_the_chat_a
         if platform == "telegram":
             await world.say(thread, "token password please")  # "format": "password", as SDK-built agents send it
             await until(lambda: sum(WARNING in text for text in world.texts(thread)) == 2, "the second secret question")
-            await world.say(thread, PASSWORD)
-            await world.reply_containing(thread, f"token: accept, {len(PASSWORD)} characters")
+            await exchange(world, thread, PASSWORD, f"token: accept, {len(PASSWORD)} characters")
             await fake.wait_for_calls(call, count=2, since=mark)
     typed = [SECRET, PASSWORD] if platform == "telegram" else [SECRET]
     assert [c["value"] for c in agent_calls(tmp_path, "secret")] == typed, "the agent got each answer, once"

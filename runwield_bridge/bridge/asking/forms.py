@@ -275,8 +275,6 @@ def field_question(message: str, field: Field, number: int, total: int) -> ChatQ
         "multi": "Reply with the numbers of your choices, separated by commas.",
     }.get(field.kind, "Reply with your answer.")
     options = tuple(label for _, label in field.choices)
-    if field.buttons:
-        hint = "Choose with the buttons, then Done." if field.kind == "multi" else ""
     return ChatQuestion(
         "\n".join(lines),
         options=options,
@@ -285,6 +283,7 @@ def field_question(message: str, field: Field, number: int, total: int) -> ChatQ
         label_of=lambda value: _shown(field, value),
         decline=dismiss(options),
         hint=hint,
+        pressed_hint=("Press the choices you want, then Done." if field.kind == "multi" else "") if field.buttons else None,
         multi=field.kind == "multi",
         secret=field.secret,
     )

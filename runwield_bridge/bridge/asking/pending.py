@@ -76,6 +76,8 @@ class ChatQuestion:
     hint: str = ""
     expired_text: str = "⌛ No answer in time; the question was withdrawn."
     cancelled_text: str = "⏹ Cancelled."
+    pressed_hint: str | None = None
+    """The hint where the options are buttons, if not ``hint`` (which says how to type an answer)."""
     multi: bool = False
     """Options are toggle buttons with a Done button; Done hands the chosen numbers (``1, 3``) to ``parse``."""
     secret: bool = False
@@ -274,7 +276,8 @@ def render(question: ChatQuestion, buttons: bool, hint: bool = True) -> str:
     if question.options and not (buttons and question.options_as_buttons):
         lines.append("")
         lines.extend(f"{number}. {label}" for number, label in enumerate(question.options, 1))
-    hint_text = question.hint or (_default_hint(question) if not buttons or question.parse else "")
+    pressed = buttons and question.options_as_buttons and question.pressed_hint is not None
+    hint_text = (question.pressed_hint or "") if pressed else question.hint or (_default_hint(question) if not buttons or question.parse else "")
     if hint_text and question.decline and not buttons:
         hint_text += " Send /cancel to stop."  # where the Cancel button cannot be shown, the one way to say no
     if hint and hint_text:
