@@ -143,6 +143,9 @@ def world_buttons(world: Any, message: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for block in current.get("blocks") or () if block["type"] == "actions" for e in block["elements"]]
 
 
+SLACK_WARNING = (
+    "🔒 This answer is sent to the agent and not kept. Slack lets a bot delete only its own messages: delete your reply yourself once it is sent."
+)
 REFUSED = " Delete your message yourself: it holds the answer."
 CASES = {
     "telegram": ("deleteMessage", WARNING),
@@ -155,9 +158,10 @@ CASES = {
         "delete_message",
         "⚠️ Discord did not let the bot delete your message (Missing Permissions): in a server it needs the Manage Messages permission." + REFUSED,
     ),
-    "slack": ("chat.delete", "⚠️ Slack did not let the bot delete your message (cant_delete_message): a bot may delete only its own messages." + REFUSED),
+    "slack": (None, SLACK_WARNING),
 }
-"""Per case: the platform call that deletes the reply, and what the chat says after it (the warning stands, or the refusal)."""
+"""Per case: the platform call that deletes the reply (None: none is tried), and what the chat says about it (the
+warning, or the platform's refusal)."""
 
 
 async def first_words(world: Any, case: str, text: str) -> Any:
@@ -183,14 +187,16 @@ async def test_a_secret_answer_reaches_the_agent_once_is_deleted_from_the_chat_a
         fake.manage_messages = case != "discord-no-rights"
         thread = await first_words(world, case, "token please")
         question = await world.reply_containing(thread, "Your API token, please", final=True)
-        assert WARNING in world.current(question), "the question warns before anything is typed"
+        assert (SLACK_WARNING if platform == "slack" else WARNING) in world.current(question), "the question warns first"
         mark = fake.mark()
         await exchange(world, thread, SECRET, f"token: accept, {len(SECRET)} characters")
-        await fake.wait_for_call(call, since=mark)
-        await world.reply_containing(thread, told)
+        if call is not None:
+            await fake.wait_for_call(call, since=mark)
+            await world.reply_containing(thread, told)
         assert "→ 🔒 sent (by" in world.current(question), world.current(question)
         kept = [m for m in fake.messages.values() if SECRET in (m.get("text") or m.get("content") or "")]
         assert len(kept) == (0 if told == WARNING else 1), "deleted where the platform allows it, else still there"
+        assert call is not None or not fake.calls_to("chat.delete"), "Slack would refuse: not even tried"
         if platform == "telegram":
             await world.say(thread, "token password please")  # "format": "password", as SDK-built agents send it
             await until(lambda: sum(WARNING in text for text in world.texts(thread)) == 2, "the second secret question")

@@ -21,7 +21,9 @@ KEEPS = "🔒 This answer is sent to the agent and not kept. This chat cannot de
 
 
 def warning(channel: Any) -> str:
-    """The warning a secret question carries: whether this channel deletes the reply."""
+    """The warning a secret question carries: whether this channel deletes the reply, and if not, why (where it says)."""
+    if keeps := getattr(channel, "keeps_replies", None):
+        return f"🔒 This answer is sent to the agent and not kept. {keeps}"
     return DELETES if callable(getattr(channel, "delete", None)) else KEEPS
 
 

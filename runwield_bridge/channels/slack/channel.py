@@ -24,7 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from ..budget import Budgets
 from ..contract import ChannelContext, Inbox
-from ..types import Button, ButtonPress, CannotDelete, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
+from ..types import Button, ButtonPress, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
 from ..streaming import StreamingReply
 from ..webhooks import refuse
 from .blocks import blocks
@@ -48,6 +48,9 @@ class SlackChannel:
     capabilities = Capabilities(
         max_message_length=4000 - FENCE_ROOM, edits=True, buttons=True, url_buttons=True, threads=True, weight=mrkdwn_weight
     )
+    keeps_replies = "Slack lets a bot delete only its own messages: delete your reply yourself once it is sent."
+    """Why the reply to a secret question stays in the chat (Slack's ``chat.delete`` refuses a person's message to a bot
+    token with ``cant_delete_message``), said in the question's warning."""
 
     def __init__(self, settings: SlackSettings, context: ChannelContext) -> None:
         self.settings = settings
@@ -183,14 +186,6 @@ class SlackChannel:
     async def edit(self, message: MessageRef, text: str, buttons: Sequence[Button] = ()) -> None:
         mrkdwn = to_mrkdwn(text)
         await _rate_limited(self.client.chat_update(channel=message.conversation.chat, ts=message.id, text=mrkdwn, blocks=blocks(mrkdwn, buttons)))
-
-    async def delete(self, message: MessageRef) -> None:
-        """Delete a message: Slack lets a bot token delete only the bot's own, so a person's is refused."""
-        try:
-            await _rate_limited(self.client.chat_delete(channel=message.conversation.chat, ts=message.id))
-        except SlackApiError as exc:
-            error = exc.response.get("error") or exc.response.status_code
-            raise CannotDelete(f"Slack did not let the bot delete your message ({error}): a bot may delete only its own messages.") from None
 
     async def typing(self, conversation: Conversation) -> None:
         """Slack has no typing indicator for bots."""
