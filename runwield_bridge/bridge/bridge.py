@@ -165,7 +165,7 @@ class Bridge:
             if self.questions.has_open(conversation):
                 if message.images:
                     await self._say(channel, conversation, "An attachment does not answer the question above; reply with text, or send /cancel.")
-                elif correction := self.questions.offer_text(conversation, message.text, sender):
+                elif correction := self.questions.offer_text(conversation, message.text, sender, message.message_id):
                     await self._say(channel, conversation, correction)
                 return None
             if state.busy or state.queue:
