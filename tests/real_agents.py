@@ -19,11 +19,16 @@ BIN = REPO / "node_modules" / ".bin"
 KEY = "sk-test"
 
 
+def suggestion(body: dict[str, Any]) -> bool:
+    """Whether a request asks the model for the person's next prompt (Qwen Code and Claude send one after a turn)."""
+    return "Reply with ONLY the suggestion" in json.dumps(body["messages"][-1])
+
+
 def qwen_main_request(body: dict[str, Any]) -> bool:
     """Whether a request is Qwen Code's own turn (it offers its ``agent`` tool), not its memory agent's or its
     next-prompt suggestion (side requests that get the fake's default answer)."""
     tools = {tool["function"]["name"] for tool in body.get("tools") or ()}
-    return "agent" in tools and "Reply with ONLY the suggestion" not in json.dumps(body["messages"][-1])
+    return "agent" in tools and not suggestion(body)
 
 
 @dataclass(frozen=True)
@@ -110,13 +115,13 @@ class Codex(RealAgent):
 @dataclass(frozen=True)
 class Claude(RealAgent):
     """Claude Agent (``claude-agent-acp``) over Anthropic Messages (``ANTHROPIC_BASE_URL``); its side requests (a
-    session title) carry no tools and get the fake's default answer."""
+    session title, with no tools, and at times a next-prompt suggestion) get the fake's default answer."""
 
     def command(self, fake: ScriptedLLMFake) -> list[str]:
         return [str(BIN / "claude-agent-acp")]
 
     def fake(self) -> ScriptedLLMFake:
-        return AnthropicFake(api_key=KEY, scripted=lambda body: bool(body.get("tools")))
+        return AnthropicFake(api_key=KEY, scripted=lambda body: bool(body.get("tools")) and not suggestion(body))
 
     def env(self, home: Path, fake: ScriptedLLMFake) -> dict[str, str]:
         return {"HOME": str(home), "ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake.url}

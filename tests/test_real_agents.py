@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_session import menus, say, text_since, wld_session
+from acp_session import menus, say, since, text_since, wld_session
+from acp_wire import WireClient
 from fakes.openai_api import Reply
 from tests.bridge_kit import OWNER, bridge_world
 from test_cli_first_use import free_port, wld
-from waiting import PATIENCE
+from waiting import PATIENCE, until
 from real_agents import AGENTS, CODEX, QWEN, RealAgent, menu_choice
 
 from runwield_bridge.runtimes.agent_modes import self_approval_warning
@@ -25,6 +26,19 @@ def tool_status(notification: dict[str, Any], call_id: str) -> str | None:
     """The status a ``session/update`` gives the agent's tool call ``call_id``, if it is about that call."""
     update = notification["params"]["update"]
     return update.get("status") if update.get("toolCallId") == call_id else None
+
+
+def settled_since(client: WireClient, start: int, sid: str) -> bool:
+    """Whether the Session's turn has settled since message ``start``."""
+    return any(((u.get("_meta") or {}).get("runwield", {}).get("turn") or {}).get("state") == "settled" for u in since(client, start, sid))
+
+
+async def asked(client: WireClient, start: int, sid: str, about: str) -> str:
+    """The chat menu asking about ``about`` since message ``start``, once it is shown (a prompt sent while the
+    agent's turn is still ending is steered into it, so its answer can come before the question)."""
+    await client.wait_notification(lambda n: about in json.dumps(n["params"]) and "asks to go ahead" in json.dumps(n["params"]))
+    [menu] = [menu for menu in menus(client, start, sid, "asked") if about in menu]
+    return menu
 
 
 by_id = pytest.mark.parametrize("agent", AGENTS, ids=[agent.id for agent in AGENTS])
@@ -55,15 +69,17 @@ async def test_in_its_default_configuration_the_agent_asks_before_writing_and_re
         async with wld_session(tmp_path, config=agent.config(tmp_path / "home", fake)) as (client, sid):
             start = len(client.messages)
             await say(client, sid, "write rejected.txt")
-            [menu] = menus(client, start, sid, "asked")
+            menu = await asked(client, start, sid, "rejected.txt")
             assert not (tmp_path / "rejected.txt").exists()  # asked before anything was written
+            answered = len(client.messages)
             await say(client, sid, menu_choice(menu, REJECT[agent.name]))
             await client.wait_notification(lambda n: tool_status(n, agent.shown_id("c1")) == "failed")
+            await until(lambda: settled_since(client, answered, sid), "the agent's turn settles after the rejection")
             assert not (tmp_path / "rejected.txt").exists()
 
             start = len(client.messages)
             await say(client, sid, "write allowed.txt")
-            [menu] = menus(client, start, sid, "asked")
+            menu = await asked(client, start, sid, "allowed.txt")
             assert not (tmp_path / "allowed.txt").exists()
             await say(client, sid, menu_choice(menu, ALLOW_ONCE[agent.name]))
             await client.wait_notification(lambda n: tool_status(n, agent.shown_id("c2")) == "completed")

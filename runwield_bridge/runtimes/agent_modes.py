@@ -1,5 +1,6 @@
-"""The external agent's mode for a RunWield Session or a chat's agent session: started in the one that asks the person (per adapter, or
-``[agents.NAME] mode``), said plainly when the agent approves its own actions in it, and changed by ``/mode``."""
+"""The external agent's mode for a RunWield Session or a chat's agent session: started in the one that asks the
+person (per adapter, or ``[agents.NAME] mode``), said plainly when the agent approves its own actions in it, and
+changed by ``/mode``; and the agent's own models, for ``/model``."""
 
 from __future__ import annotations
 

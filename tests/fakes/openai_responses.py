@@ -7,24 +7,14 @@ from typing import Any
 
 from aiohttp import web
 
-from .base import json_response
-from .openai_api import Reply, ScriptedLLMFake, SseEvent
+from .openai_api import OpenAIFake, Reply, SseEvent
 
 
-class OpenAIResponsesFake(ScriptedLLMFake):
+class OpenAIResponsesFake(OpenAIFake):
     """Fake ``POST /v1/responses`` (what Codex calls); use ``base_url=fake.base_url``; requests are recorded."""
-
-    unauthorized = "Incorrect API key provided"
-
-    @property
-    def base_url(self) -> str:
-        return f"{self.url}/v1"
 
     def _setup_routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/responses", self.answer, name="responses")
-
-    def _error_response(self, status: int, message: str) -> web.StreamResponse:
-        return json_response({"error": {"message": message, "type": "invalid_request_error", "code": None}}, status)
 
     def _events(self, reply: Reply) -> list[SseEvent]:
         response_id = f"resp_{len(self.calls)}"
