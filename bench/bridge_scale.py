@@ -48,6 +48,11 @@ BATCH = 500
 SINGLE_SAMPLES = 50
 
 
+def progress(what: str) -> None:
+    """One line on stderr saying which phase a long run is in (and the process, for a profiler to attach to)."""
+    print(f"{time.strftime('%H:%M:%S')} pid {os.getpid()}: {what}", file=sys.stderr, flush=True)
+
+
 def rss_kib(pid: int | str = "self") -> int:
     """Resident set size of a process, from /proc (Linux)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -184,6 +189,7 @@ async def measure_on(size: int, database: dict[str, str], active_heap: bool = Tr
     gc.collect()
     baseline = rss_kib()
 
+    progress(f"binding {size} conversations")
     started = time.perf_counter()
     await in_batches("hello")
     await asyncio.gather(*turns)
@@ -220,7 +226,9 @@ async def measure_on(size: int, database: dict[str, str], active_heap: bool = Tr
         hold.clear()
         holding[0] = 0
 
+    progress(f"bound in {bind_seconds:.1f} s; the burst")
     burst = await all_in_flight()  # timed without tracing
+    progress("burst done")
     active_rss = rss_kib()
     active_turns, failed_turns = holding[0], sum(turn.done() for turn in turns)
     await release()
