@@ -79,6 +79,8 @@ class SqliteDatabase(Database):
         """The writes asked for since the last round, in one transaction: here, or in the writer thread when another
         writer holds the lock (or jobs wait there, which go first)."""
         round_, self._round = self._round, []
+        if not round_:  # committed already, by close
+            return
         works = [work for work, _ in round_]
         if not self._writer.pending:
             try:
@@ -96,6 +98,7 @@ class SqliteDatabase(Database):
         return self._reader.run(work)
 
     async def close(self) -> None:
+        self._commit_round()  # the writes asked for in this round, before the connections close
         await self._writer.close()
         self._inline_writer.close()
         self._reader.close()
