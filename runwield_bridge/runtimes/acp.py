@@ -117,6 +117,8 @@ class ExternalTurn:
         self.updates: asyncio.Queue[Any] = asyncio.Queue()
         self.asking: set[asyncio.Future[Any]] = set()
         """The agent's questions being asked; the turn's end withdraws them."""
+        self.speaking = False
+        """The agent's words are being streamed (a run of them starts with the turn's ``voice``, if it has one)."""
         self.pump = asyncio.create_task(self._pump(), name=f"updates:{request.session.id}")
 
     async def prompt(self, conn: ClientSideConnection, agent_session: str, blocks: list[Any]) -> None:
@@ -165,10 +167,13 @@ class ExternalTurn:
         result = self.request.result
         if kind == "agent_message_chunk" and (text := _text(update.content)):
             result.replied = True
-            return [MessageChunk(text, result.message_id)]
+            voice = [] if self.speaking or not self.request.voice else [MessageChunk(self.request.voice, result.message_id, aside=True)]
+            self.speaking = True
+            return [*voice, MessageChunk(text, result.message_id)]
         if kind == "agent_thought_chunk" and (text := _text(update.content)):
             return [Thought(text)]
         if kind in ("tool_call", "tool_call_update"):
+            self.speaking = False  # the agent's next words are a new run, marked again with the turn's voice
             return self._tool_events(update)
         if kind == "plan":
             lines = [f"- [{entry.status}] {entry.content}" for entry in update.entries]
