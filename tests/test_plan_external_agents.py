@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from tests.plan_kit import git, make_project
 from tests.test_chat_journey import LINK, Operator, decide, wld_bridge
 from tests.wld_process import free_port
 from tests.wld_process import write_config as write_wld_config
-from waiting import PATIENCE
+from waiting import PATIENCE, until
 
 from runwield_bridge.core.plans import project_key, project_root
 
@@ -65,9 +66,10 @@ async def qwen_stage(tmp_path: Path) -> AsyncIterator[Stage]:
         yield Stage(project, Operator(telegram), model, config)
 
 
-def writes_hello(worktree: Path) -> tuple[Reply, Reply]:
-    """The agent's model carrying out the Plan: Qwen Code's own write_file in the worktree, then its claim."""
-    write = ToolCall("call-write", "write_file", {"file_path": str(worktree / "hello.txt"), "content": "hello\n"})
+def writes_hello(worktree: Path, attempt: int = 1) -> tuple[Reply, Reply]:
+    """The agent's model carrying out the Plan: Qwen Code's own write_file in the worktree, then its claim. Each attempt
+    is a new tool call (a model names each call anew; the agent ignores a call id it has seen)."""
+    write = ToolCall(f"call-write-{attempt}", "write_file", {"file_path": str(worktree / "hello.txt"), "content": "hello\n"})
     return Reply(tool_calls=(write,)), Reply(text=("Wrote hello.txt. Everything works and every test passes.",))
 
 
@@ -115,3 +117,50 @@ async def test_qwen_code_writes_the_plan_carries_it_out_in_the_worktree_and_publ
         assert git(stage.project, "rev-parse", BRANCH)[:12] in published["text"]
         assert TITLE in git(stage.project, "log", "-1", "--format=%s", BRANCH)
         assert git(stage.project, "status", "--porcelain") == "", "the project's own checkout is untouched"
+
+
+def agent_processes(home: Path) -> list[int]:
+    """The processes running with ``home`` as their HOME: the agent and whatever it started."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and f"HOME={home}".encode() in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+    return found
+
+
+async def test_a_sigkill_while_qwen_code_waits_to_write_is_recovered_without_repeating_its_work(tmp_path: Path) -> None:
+    async with qwen_stage(tmp_path) as stage:
+        me, home = stage.me, tmp_path / "qwen-home"
+        try:
+            async with wld_bridge(stage.config, me.fake) as (bridge, _):
+                mode = await plan_approved(stage, *writes_hello(stage.worktree))
+                asked = await me.sees("The agent asks to go ahead", after=mode["message_id"], timeout=PATIENCE)
+                bridge.proc.kill()  # the Session Host dies while the agent's write waits for the person
+                await bridge.proc.wait()
+            stage.model.replies.clear()  # the first attempt's claim was never asked for
+            requests = len(stage.model.calls)
+            await until(lambda: not agent_processes(home), "the agent the killed bridge started to end with it")
+
+            async with wld_bridge(stage.config, me.fake):  # nobody says anything: the bridge reopens the Session
+                report = await me.sees(f"Work on Plan “{TITLE}” was interrupted (branch {BRANCH})", after=asked["message_id"], timeout=PATIENCE)
+                assert "Uncertain: the Agent's work on the Plan was running when it stopped" in report["text"]
+                assert "has not been repeated" in report["text"]
+                recovery = await me.sees("What now?", after=report["message_id"] - 1, timeout=PATIENCE)
+                assert [b["text"] for b in me.buttons(recovery)][:4] == ["Continue", "Reopen for review", "Hold", "Abandon"], "the person chooses"
+                assert len(stage.model.calls) == requests, "the agent is not run again before the person chooses"
+                assert not (stage.worktree / "hello.txt").exists()
+
+                stage.model.queue(*writes_hello(stage.worktree, attempt=2))
+                await me.presses(recovery, "Continue")
+                again = await me.sees("The agent asks to go ahead", after=recovery["message_id"], timeout=PATIENCE)
+                await me.presses(again, "Allow")
+                delivery = await me.sees("validation passed. What now?", after=again["message_id"], timeout=PATIENCE)
+                assert (stage.worktree / "hello.txt").read_text() == "hello\n" and not (stage.project / "hello.txt").exists()
+                await me.presses(delivery, "Publish")
+                await me.sees(f"Published branch {BRANCH} at commit", after=delivery["message_id"], timeout=PATIENCE)
+                assert git(stage.project, "show", f"{BRANCH}:hello.txt") == "hello"
+        finally:
+            for pid in agent_processes(home):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
