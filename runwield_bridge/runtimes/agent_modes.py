@@ -1,0 +1,49 @@
+"""The external agent's mode for a RunWield Session: started in the one that asks the person (per adapter, or
+``[agents.NAME] mode``), said plainly when the agent approves its own actions in it, and changed by ``/mode``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from acp.client.connection import ClientSideConnection
+from acp.schema import SessionModeState
+
+from ..config import AgentConfig
+from ..core.events import Notice
+from .agent_adapters import AgentAdapter
+
+
+@dataclass
+class AgentMode:
+    """The mode one agent session is in, and the modes it offers (id, name): none for an agent without ACP modes."""
+
+    current: str | None
+    offered: list[tuple[str, str]]
+
+
+def self_approval_warning(agent: str, mode: str) -> str:
+    """What the person is told (in the chat and by ``wld doctor``) when the agent approves its own actions in ``mode``."""
+    return (
+        f"The external agent {agent} runs in its mode `{mode}`, in which it approves its own file changes and commands: "
+        f"RunWield does not ask you before it acts. Set `[agents.{agent}] mode` to a mode that asks (or remove it)."
+    )
+
+
+async def settle_mode(
+    conn: ClientSideConnection, session_id: str, modes: SessionModeState | None, adapter: AgentAdapter, config: AgentConfig
+) -> AgentMode:
+    """Put the just opened agent session into the configured mode when it offers it (``session/set_mode``)."""
+    offered = [(mode.id, mode.name) for mode in modes.available_modes] if modes else []
+    if not adapter.mode_via_acp():
+        return AgentMode(adapter.mode(config), offered)
+    current = modes.current_mode_id if modes else None
+    wanted = adapter.mode(config)
+    if wanted and wanted != current and wanted in dict(offered):
+        await conn.set_session_mode(session_id=session_id, mode_id=wanted)
+        current = wanted
+    return AgentMode(current, offered)
+
+
+def mode_notices(agent: str, adapter: AgentAdapter, mode: AgentMode) -> list[Notice]:
+    """A warning before the first turn when the agent approves its own actions in the mode it runs in."""
+    return [Notice(self_approval_warning(agent, mode.current), "warning")] if mode.current and adapter.approves_itself(mode.current) else []

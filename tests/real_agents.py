@@ -1,0 +1,112 @@
+"""The real coding agents from node_modules (pinned in package.json), each against a local fake of its provider."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fakes.openai_api import OpenAIFake, ScriptedLLMFake, ToolCall
+from fakes.openai_responses import OpenAIResponsesFake
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = REPO / "node_modules" / ".bin"
+KEY = "sk-test"
+
+
+def qwen_main_request(body: dict[str, Any]) -> bool:
+    """Whether a request is Qwen Code's own turn (it offers its ``agent`` tool), not its memory agent's or its
+    next-prompt suggestion (side requests that get the fake's default answer)."""
+    tools = {tool["function"]["name"] for tool in body.get("tools") or ()}
+    return "agent" in tools and "Reply with ONLY the suggestion" not in json.dumps(body["messages"][-1])
+
+
+@dataclass(frozen=True)
+class RealAgent:
+    """One real agent: how it is started, its provider's fake, and how it writes a file when told to."""
+
+    id: str
+    name: str
+
+    def command(self, fake: ScriptedLLMFake) -> list[str]:
+        raise NotImplementedError
+
+    def fake(self) -> ScriptedLLMFake:
+        raise NotImplementedError
+
+    def env(self, home: Path, fake: ScriptedLLMFake) -> dict[str, str]:
+        return {"HOME": str(home), "OPENAI_API_KEY": KEY}
+
+    def write(self, call_id: str, cwd: Path, name: str, text: str) -> ToolCall:
+        raise NotImplementedError
+
+    def config(self, home: Path, fake: ScriptedLLMFake, extra: str = "") -> str:
+        """wld.toml with this agent as the runtime of new Sessions (its HOME made here)."""
+        home.mkdir(exist_ok=True)
+        env = ", ".join(f"{key} = {json.dumps(value)}" for key, value in self.env(home, fake).items())
+        return (
+            f'[sessions]\nruntime = "acp:{self.name}"\n\n[agents.{self.name}]\n'
+            f"command = {json.dumps(self.command(fake))}\nenv = {{ {env} }}\n{extra}"
+        )
+
+
+@dataclass(frozen=True)
+class Qwen(RealAgent):
+    """Qwen Code over OpenAI chat completions (``OPENAI_BASE_URL``)."""
+
+    start: tuple[str, ...] = ()
+
+    def command(self, fake: ScriptedLLMFake) -> list[str]:
+        return [*self.start, "--acp"]
+
+    def fake(self) -> ScriptedLLMFake:
+        return OpenAIFake(api_key=KEY, scripted=qwen_main_request)
+
+    def env(self, home: Path, fake: ScriptedLLMFake) -> dict[str, str]:
+        assert isinstance(fake, OpenAIFake)
+        return {**super().env(home, fake), "OPENAI_BASE_URL": fake.base_url, "OPENAI_MODEL": fake.model}
+
+    def write(self, call_id: str, cwd: Path, name: str, text: str) -> ToolCall:
+        return ToolCall(call_id, "write_file", {"file_path": str(cwd / name), "content": text})
+
+
+@dataclass(frozen=True)
+class Codex(RealAgent):
+    """Codex (``codex-acp``) over the OpenAI Responses API, as a custom provider; no sandbox here (no bubblewrap)."""
+
+    def command(self, fake: ScriptedLLMFake) -> list[str]:
+        assert isinstance(fake, OpenAIResponsesFake)
+        provider = f'{{name="fake", base_url="{fake.base_url}", env_key="OPENAI_API_KEY", wire_api="responses"}}'
+        settings = ['sandbox_mode="danger-full-access"', 'model_provider="fake"', f"model_providers.fake={provider}", f'model="{fake.model}"']
+        return [str(BIN / "codex-acp"), *(part for setting in settings for part in ("-c", setting))]
+
+    def fake(self) -> ScriptedLLMFake:
+        return OpenAIResponsesFake(api_key=KEY, model="gpt-5.4")
+
+    def env(self, home: Path, fake: ScriptedLLMFake) -> dict[str, str]:
+        return {**super().env(home, fake), "CODEX_HOME": str(home)}
+
+    def write(self, call_id: str, cwd: Path, name: str, text: str) -> ToolCall:
+        return ToolCall(call_id, "exec_command", {"cmd": f"printf {text} > {name}"})
+
+
+def node() -> str:
+    found = shutil.which("node")
+    assert found, "the real agents need node"
+    return found
+
+
+CODEX = Codex("codex", "codex")
+QWEN = Qwen("qwen-0.24", "qwen", (str(BIN / "qwen"),))
+QWEN_015 = Qwen("qwen-0.15", "qwen", (node(), str(REPO / "node_modules" / "qwen-code-0.15" / "cli.js")))
+AGENTS = [CODEX, QWEN, QWEN_015]
+
+
+def menu_choice(menu: str, label: str) -> str:
+    """The number of the menu line whose option starts with ``label``."""
+    found = re.search(rf"^\s*(\d+)\. {re.escape(label)}", menu, re.MULTILINE)
+    assert found, menu
+    return found.group(1)
