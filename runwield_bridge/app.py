@@ -141,6 +141,7 @@ class App:
         plugins.bind(workflow.PlanWorkflow(PlanCommands(plans, reviews, execution), artifacts), workflow.NAME)
         from .runtimes.acp import AcpRuntime  # the ACP SDK, loaded only by commands that run turns
         from .runtimes.acp_agents import ExternalAgents
+        from .runtimes.mode_command import agent_commands
 
         tools = plugins.tools()
         try:
@@ -161,7 +162,7 @@ class App:
                 settings.sessions.agent,
                 runtime=RuntimeSwitch(NativeRuntime(catalog, store.summaries, settings.sessions.compact_at), AcpRuntime(external_agents, choices), choices),
                 runtimes=choices,
-                commands=CommandRegistry(plugins.commands()),
+                commands=CommandRegistry(agent_commands(external_agents, choices, plugins.commands())),
                 metrics=WorkflowMetrics.in_state_dir(settings.state_dir, settings.workflow_metrics),
                 question_timeout=settings.sessions.question_timeout or None,
                 tool_rules=ToolRules(tuple(settings.tools.allow), tuple(settings.tools.allow_writes)),

@@ -46,11 +46,11 @@ class AgentConfig(Strict):
     cwd: str | None = None
     tools: list[str] = Field(default_factory=list)
     """RunWield tools this agent may call through the MCP bus when it drives a Session; none unless listed."""
-    adapter: Literal["codex", "qwen", "generic"] | None = None
+    adapter: Literal["codex", "qwen", "claude", "gemini", "generic"] | None = None
     """What RunWield knows of the agent (its modes); found from ``command`` when unset."""
     mode: str | None = None
-    """The agent's mode for its sessions; by default the one in which it asks the person (Qwen Code ``default``,
-    Codex's approval policy ``untrusted``)."""
+    """The agent's mode for its sessions; by default the one in which it asks the person (``default`` for Qwen Code,
+    Claude Agent and Gemini CLI; for Codex its approval policy ``untrusted``)."""
 
 
 class WebConfig(Strict):

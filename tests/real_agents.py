@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fakes.anthropic_api import AnthropicFake
+from fakes.gemini_api import GeminiFake
 from fakes.openai_api import OpenAIFake, ScriptedLLMFake, ToolCall
 from fakes.openai_responses import OpenAIResponsesFake
 
@@ -30,6 +32,8 @@ class RealAgent:
 
     id: str
     name: str
+    goes_on_after_reject: bool = False
+    """Whether a rejected tool call goes back to the model (Qwen Code 0.15, Claude, Gemini) rather than ending the turn."""
 
     def command(self, fake: ScriptedLLMFake) -> list[str]:
         raise NotImplementedError
@@ -57,6 +61,10 @@ class RealAgent:
         home.mkdir(exist_ok=True)
         return {"command": self.command(fake), "env": {**self.env(home, fake), **self.bus_ready(home)}, "tools": tools}
 
+    def shown_id(self, call_id: str) -> str:
+        """The id under which the agent shows the model's tool call ``call_id``."""
+        return call_id
+
     def config(self, home: Path, fake: ScriptedLLMFake, extra: str = "") -> str:
         """wld.toml with this agent as the runtime of new Sessions (its HOME made here)."""
         home.mkdir(exist_ok=True)
@@ -72,6 +80,7 @@ class Qwen(RealAgent):
     """Qwen Code over OpenAI chat completions (``OPENAI_BASE_URL``)."""
 
     start: tuple[str, ...] = ()
+    """The command that starts it, before ``--acp``."""
 
     def command(self, fake: ScriptedLLMFake) -> list[str]:
         return [*self.start, "--acp"]
@@ -117,6 +126,45 @@ class Codex(RealAgent):
         return ToolCall(call_id, tool, arguments, namespace="mcp__runwield")  # an MCP server's tools are a namespace
 
 
+@dataclass(frozen=True)
+class Claude(RealAgent):
+    """Claude Agent (``claude-agent-acp``) over Anthropic Messages (``ANTHROPIC_BASE_URL``); its side requests (a
+    session title) carry no tools and get the fake's default answer."""
+
+    def command(self, fake: ScriptedLLMFake) -> list[str]:
+        return [str(BIN / "claude-agent-acp")]
+
+    def fake(self) -> ScriptedLLMFake:
+        return AnthropicFake(api_key=KEY, scripted=lambda body: bool(body.get("tools")))
+
+    def env(self, home: Path, fake: ScriptedLLMFake) -> dict[str, str]:
+        return {"HOME": str(home), "ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake.url}
+
+    def write(self, call_id: str, cwd: Path, name: str, text: str) -> ToolCall:
+        return ToolCall(call_id, "Write", {"file_path": str(cwd / name), "content": text})
+
+
+@dataclass(frozen=True)
+class Gemini(RealAgent):
+    """Gemini CLI (``gemini --acp``, its model named so it does not route between models) over the Gemini API
+    (``GOOGLE_GEMINI_BASE_URL``)."""
+
+    def command(self, fake: ScriptedLLMFake) -> list[str]:
+        return [str(BIN / "gemini"), "--acp", "--model", fake.model]
+
+    def fake(self) -> ScriptedLLMFake:
+        return GeminiFake(api_key=KEY)
+
+    def env(self, home: Path, fake: ScriptedLLMFake) -> dict[str, str]:
+        return {"HOME": str(home), "GEMINI_API_KEY": KEY, "GOOGLE_GEMINI_BASE_URL": fake.url}
+
+    def write(self, call_id: str, cwd: Path, name: str, text: str) -> ToolCall:
+        return ToolCall(call_id, "write_file", {"file_path": str(cwd / name), "content": text})
+
+    def shown_id(self, call_id: str) -> str:
+        return f"write_file__{call_id}"
+
+
 def node() -> str:
     found = shutil.which("node")
     assert found, "the real agents need node"
@@ -124,13 +172,15 @@ def node() -> str:
 
 
 CODEX = Codex("codex", "codex")
-QWEN = Qwen("qwen-0.24", "qwen", (str(BIN / "qwen"),))
-QWEN_015 = Qwen("qwen-0.15", "qwen", (node(), str(REPO / "node_modules" / "qwen-code-0.15" / "cli.js")))
-AGENTS = [CODEX, QWEN, QWEN_015]
+QWEN = Qwen("qwen-0.24", "qwen", start=(str(BIN / "qwen"),))
+QWEN_015 = Qwen("qwen-0.15", "qwen", True, (node(), str(REPO / "node_modules" / "qwen-code-0.15" / "cli.js")))
+CLAUDE = Claude("claude", "claude", goes_on_after_reject=True)
+GEMINI = Gemini("gemini", "gemini", goes_on_after_reject=True)
+AGENTS = [CODEX, QWEN, QWEN_015, CLAUDE, GEMINI]
 
 
 def menu_choice(menu: str, label: str) -> str:
-    """The number of the menu line whose option starts with ``label``."""
-    found = re.search(rf"^\s*(\d+)\. {re.escape(label)}", menu, re.MULTILINE)
+    """The number of the menu line whose option is ``label`` (its description, after " — ", aside)."""
+    found = re.search(rf"^\s*(\d+)\. {re.escape(label)}(?: — .*)?$", menu, re.MULTILINE)
     assert found, menu
     return found.group(1)

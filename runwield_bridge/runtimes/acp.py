@@ -94,7 +94,7 @@ class AcpRuntime:
                     reopen = conn.load_session if way == "load" else conn.resume_session
                     reopened = await reopen(cwd=cwd, session_id=known, mcp_servers=servers)
                     agent.opened.add(known)
-                    await self._settle(agent, conn, known, reopened.modes, request)
+                    await self._settle(agent, conn, known, reopened, request)
                     return known, False
             await request.emit(Notice(
                 f"The external agent {agent.name} cannot reopen its earlier session (it offers neither session/load nor "
@@ -105,12 +105,12 @@ class AcpRuntime:
         agent_session[:] = [created.session_id]
         agent.opened.add(created.session_id)
         await self.choices.keep_agent_session(session_id, agent.name, created.session_id, cwd)
-        await self._settle(agent, conn, created.session_id, created.modes, request)
+        await self._settle(agent, conn, created.session_id, created, request)
         return created.session_id, True
 
-    async def _settle(self, agent: ExternalAgent, conn: ClientSideConnection, agent_session: str, modes: Any, request: TurnRequest) -> None:
+    async def _settle(self, agent: ExternalAgent, conn: ClientSideConnection, agent_session: str, opened: Any, request: TurnRequest) -> None:
         """The opened session in the mode that asks (or the configured one); a warning when the agent approves itself."""
-        mode = agent.modes[agent_session] = await settle_mode(conn, agent_session, modes, agent.adapter, agent.config)
+        mode = agent.modes[agent_session] = await settle_mode(conn, agent_session, opened, agent.adapter, agent.config)
         for notice in mode_notices(agent.name, agent.adapter, mode):
             await request.emit(notice)
 

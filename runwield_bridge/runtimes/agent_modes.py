@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from acp.client.connection import ClientSideConnection
 from acp.schema import SessionModeState
@@ -15,10 +16,25 @@ from .agent_adapters import AgentAdapter
 
 @dataclass
 class AgentMode:
-    """The mode one agent session is in, and the modes it offers (id, name): none for an agent without ACP modes."""
+    """The mode one agent session is in and the modes it offers (id, name): none for an agent without ACP modes;
+    likewise its own models, when it offers them as a config option (``model_option``, its id)."""
 
     current: str | None
     offered: list[tuple[str, str]]
+    model: str | None = None
+    models: list[tuple[str, str]] = field(default_factory=list)
+    model_option: str | None = None
+
+
+def with_models(mode: AgentMode, options: list[Any] | None) -> AgentMode:
+    """``mode`` with the agent's own models from its config options (the select of category ``model``)."""
+    for option in options or ():
+        select = getattr(option, "root", option)
+        if getattr(select, "category", None) == "model" and getattr(select, "type", None) == "select":
+            mode.model_option, mode.model = select.id, select.current_value
+            entries = [entry for item in select.options for entry in getattr(item, "options", [item])]
+            mode.models = [(entry.value, entry.name) for entry in entries]
+    return mode
 
 
 def self_approval_warning(agent: str, mode: str) -> str:
@@ -29,10 +45,14 @@ def self_approval_warning(agent: str, mode: str) -> str:
     )
 
 
-async def settle_mode(
-    conn: ClientSideConnection, session_id: str, modes: SessionModeState | None, adapter: AgentAdapter, config: AgentConfig
-) -> AgentMode:
-    """Put the just opened agent session into the configured mode when it offers it (``session/set_mode``)."""
+async def settle_mode(conn: ClientSideConnection, session_id: str, opened: Any, adapter: AgentAdapter, config: AgentConfig) -> AgentMode:
+    """Put the just opened agent session (``opened``: the answer to session/new, load or resume) into the configured
+    mode when it offers it (``session/set_mode``); what it offers, models too."""
+    mode = await _settled(conn, session_id, opened.modes, adapter, config)
+    return with_models(mode, opened.config_options)
+
+
+async def _settled(conn: ClientSideConnection, session_id: str, modes: SessionModeState | None, adapter: AgentAdapter, config: AgentConfig) -> AgentMode:
     offered = [(mode.id, mode.name) for mode in modes.available_modes] if modes else []
     if not adapter.mode_via_acp():
         return AgentMode(adapter.mode(config), offered)

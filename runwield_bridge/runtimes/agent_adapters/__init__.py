@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from ...config import AgentConfig
 from .base import AgentAdapter
+from .claude import CLAUDE
 from .codex import CODEX
+from .gemini import GEMINI
 from .generic import GENERIC
 from .qwen import QWEN
 
-ADAPTERS = {adapter.name: adapter for adapter in (CODEX, QWEN, GENERIC)}
+ADAPTERS = {adapter.name: adapter for adapter in (CODEX, QWEN, CLAUDE, GEMINI, GENERIC)}
 
 
 def adapter_for(config: AgentConfig) -> AgentAdapter:
