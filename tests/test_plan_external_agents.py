@@ -7,6 +7,7 @@ provider, scripted call by call."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 from collections.abc import AsyncIterator
@@ -134,6 +135,13 @@ async def test_the_agent_writes_the_plan_carries_it_out_in_the_worktree_and_publ
         assert git(setup.project, "rev-parse", BRANCH)[:12] in published["text"]
         assert TITLE in git(setup.project, "log", "-1", "--format=%s", BRANCH)
         assert git(setup.project, "status", "--porcelain") == "", "the project's own checkout is untouched"
+
+        mark = len(setup.model.calls)
+        setup.model.queue(Reply(text=("You are welcome.",)))
+        await me.says("Thanks! What did we plan?")
+        await me.sees("You are welcome.", after=published["message_id"], timeout=PATIENCE)
+        asked_again = next(c.params for c in setup.model.calls[mark:] if "What did we plan?" in json.dumps(c.params))
+        assert "I saved the Plan for your review." in json.dumps(asked_again), "back in the project, the agent remembers the planning"
 
 
 def agent_processes(home: Path) -> list[int]:
