@@ -47,6 +47,8 @@ from .asking.pending import NOT_OPEN, ChatQuestions
 from .asking.forms import Unsupported
 from .offers import Offers, is_offer, numbered_choice, plan_text
 from .sender_context import sender_context, wants_sender_context
+from .session_picker import require_known, show_sessions
+from .spawn import Spawner
 from .routes import BindingRoute
 from .supervisor import Backoff
 
@@ -93,6 +95,7 @@ class Bridge:
         self._stored = StoredQueues(self.follow_ups)
         self.questions = ChatQuestions(self.messages, self.instance_id)
         self.offers = Offers()
+        self.spawner = Spawner(self)
         self.background = Background("bridge")
         self.child_lines = ChildLines(self.background)
         self._states: dict[str, ConversationState] = {}
@@ -157,7 +160,7 @@ class Bridge:
         async with state.lock:  # the first await for an allowed message, so arrival order is kept
             await self._restore(state)
             if command := parse_command(message.text):
-                await self._command(state, command)
+                await self._command(state, command, sender)
                 return None
             if self.questions.has_open(conversation):
                 if message.images:
@@ -346,9 +349,10 @@ class Bridge:
         await self._persist(state, name, response.session_id, workdir)
         return response.session_id
 
-    async def resume(self, state: ConversationState, session_id: str) -> tuple[str, Replay]:
-        """Bind the conversation to an existing session through ``session/load``; an unknown id changes nothing."""
-        name = state.agent or state.channel.settings.agent
+    async def resume(self, state: ConversationState, session_id: str, agent: str | None = None) -> tuple[str, Replay]:
+        """Bind the conversation to an existing session (of ``agent``, else its own agent's) through ``session/load``; an
+        unknown id changes nothing."""
+        name = agent or state.agent or state.channel.settings.agent
         link = self.links.get(name)
         if link is None:
             raise BridgeError(f"Agent {name} is no longer configured; send /new to start over.")
@@ -357,6 +361,7 @@ class Bridge:
         replay = await self._load(state, link, session_id, workdir, Replay(view))
         if view is not None:
             await view.finish()
+        await require_known(link, session_id, replay)
         await self._persist(state, name, session_id, workdir)
         return session_id, replay
 
@@ -637,8 +642,14 @@ class Bridge:
 
     # -- commands ------------------------------------------------------------
 
-    async def _command(self, state: ConversationState, command: BridgeCommand) -> None:
+    async def _command(self, state: ConversationState, command: BridgeCommand, sender: Sender) -> None:
         channel, conversation = state.channel, state.conversation
+        if command.name in ("spawn", "sessions") or (command.name == "resume" and not command.argument):
+            try:
+                await (self.spawner.spawn(state, sender, command.argument) if command.name == "spawn" else show_sessions(self.links, self.offers, state))
+            except BridgeError as exc:
+                await self._say(channel, conversation, str(exc))
+            return
         if command.name == "cancel":
             if not await self.cancel(state):
                 await self._say(channel, conversation, "Nothing is running.")
@@ -661,8 +672,6 @@ class Bridge:
             if command.name == "new":
                 session_id = await self.new_session(state, command.argument or None)
                 await self._say(channel, conversation, f"🆕 New session {session_id} on {state.agent}.")
-            elif not command.argument:
-                await self._say(channel, conversation, "Usage: /resume SESSION_ID")
             else:
                 session_id, replay = await self.resume(state, command.argument)
                 if not channel.capabilities.full_history:
