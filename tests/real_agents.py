@@ -52,6 +52,20 @@ class RealAgent:
     def write(self, call_id: str, cwd: Path, name: str, text: str) -> ToolCall:
         raise NotImplementedError
 
+    def bus_call(self, call_id: str, tool: str, arguments: dict[str, Any]) -> ToolCall:
+        """A call of RunWield's ``tool`` on the MCP bus (server ``runwield``), named as the agent offers it to its model."""
+        return ToolCall(call_id, f"mcp__runwield__{tool}", arguments)
+
+    def bus_ready(self, home: Path) -> dict[str, str]:
+        """What else the agent needs (in ``home``, and in its environment, returned) for RunWield's tools on the MCP bus
+        to be declared to its model from the first prompt on."""
+        return {}
+
+    def section(self, home: Path, fake: ScriptedLLMFake, tools: list[str]) -> dict[str, Any]:
+        """``[agents.NAME]`` as a dict (for ``wld_process.write_config``), with RunWield's ``tools`` on its MCP bus."""
+        home.mkdir(exist_ok=True)
+        return {"command": self.command(fake), "env": {**self.env(home, fake), **self.bus_ready(home)}, "tools": tools}
+
     def shown_id(self, call_id: str) -> str:
         """The id under which the agent shows the model's tool call ``call_id``."""
         return call_id
@@ -91,6 +105,13 @@ class Qwen(RealAgent):
     def write(self, call_id: str, cwd: Path, name: str, text: str) -> ToolCall:
         return ToolCall(call_id, "write_file", {"file_path": str(cwd / name), "content": text})
 
+    def bus_ready(self, home: Path) -> dict[str, str]:
+        """MCP tools declared to the model, not found through its tool search; session/new waits for the servers
+        (Qwen Code otherwise discovers them in the background, after the first prompt may have gone out)."""
+        (home / ".qwen").mkdir(parents=True, exist_ok=True)
+        (home / ".qwen" / "settings.json").write_text(json.dumps({"tools": {"toolSearch": {"enabled": False}}}), encoding="utf-8")
+        return {"QWEN_CODE_LEGACY_MCP_BLOCKING": "1"}
+
 
 @dataclass(frozen=True)
 class Codex(RealAgent):
@@ -110,6 +131,9 @@ class Codex(RealAgent):
 
     def write(self, call_id: str, cwd: Path, name: str, text: str) -> ToolCall:
         return ToolCall(call_id, "exec_command", {"cmd": f"printf {text} > {name}"})
+
+    def bus_call(self, call_id: str, tool: str, arguments: dict[str, Any]) -> ToolCall:
+        return ToolCall(call_id, tool, arguments, namespace="mcp__runwield")  # an MCP server's tools are a namespace
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ class ToolCall:
     id: str
     name: str
     arguments: dict[str, Any]
+    namespace: str | None = None
+    """The tool's namespace, for a Responses API tool offered in one (Codex offers an MCP server's tools so)."""
 
 
 @dataclass(frozen=True)

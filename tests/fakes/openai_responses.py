@@ -55,6 +55,8 @@ def _items(reply: Reply, response_id: str) -> list[tuple[dict[str, Any], tuple[s
         arguments = json.dumps(call.arguments)
         item = {"type": "function_call", "id": f"fc_{call.id}", "call_id": call.id, "name": call.name,
                 "arguments": arguments, "status": "completed"}  # fmt: skip
+        if call.namespace:
+            item["namespace"] = call.namespace
         items.append((item, (arguments[: len(arguments) // 2], arguments[len(arguments) // 2 :])))
     return items
 
