@@ -24,11 +24,10 @@ from acp.schema import (
     ElicitationFormCapabilities,
     ElicitationUrlCapabilities,
 )
-from acp.transports import default_environment
 
 from ..config import AgentConfig
+from .agent_process import agent_process
 from .sdk_gaps import ClientRoute, LineTransport, MessageTransport
-from .transport import STREAM_LIMIT
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +35,6 @@ CLIENT_CAPABILITIES = ClientCapabilities(
     elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities(), url=ElicitationUrlCapabilities())
 )
 STDERR_LINES_KEPT = 5
-AGENT_EXIT_GRACE = 2.0
-"""Seconds an agent gets to exit after end of input, and again after SIGTERM."""
 
 Connected = tuple[ClientSideConnection, Awaitable[str]]
 """A live connection, and an awaitable that completes (with the reason) when the agent goes away."""
@@ -99,42 +96,6 @@ class CommandAgent:
             if text:
                 self.stderr_tail.append(text)
                 log.info("agent %s: %s", self.description, text)
-
-
-@contextlib.asynccontextmanager
-async def agent_process(command: str, args: list[str], env: dict[str, str], cwd: str | None) -> AsyncIterator[asyncio.subprocess.Process]:
-    """The agent on pipes, in a session of its own: a terminal's Ctrl-C goes to its foreground process
-    group, and must reach wld (which cancels the turn), not the agent."""
-    process = await asyncio.create_subprocess_exec(
-        command,
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**default_environment(), **env},
-        cwd=cwd,
-        limit=STREAM_LIMIT,
-        start_new_session=True,
-    )
-    try:
-        yield process
-    finally:
-        await _stop(process)
-
-
-async def _stop(process: asyncio.subprocess.Process) -> None:
-    """End of input; then SIGTERM, then SIGKILL, each when the agent has not exited ``AGENT_EXIT_GRACE`` seconds later."""
-    assert process.stdin is not None
-    with contextlib.suppress(OSError, RuntimeError):
-        process.stdin.close()
-    for ask in (process.terminate, process.kill):
-        try:
-            await asyncio.wait_for(process.wait(), AGENT_EXIT_GRACE)
-            return
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                ask()
-    await process.wait()
 
 
 class SessionOfRequest:

@@ -26,7 +26,8 @@ from ..acp.client import AgentEndpoint
 from ..acp.extensions import ALIASES, ARTIFACT_REVIEW, NOTICE, PLAN_SAVED, TURN, PlanSavedMeta
 from ..config import ConfigError
 from ..redaction import redact
-from .agent_links import AgentLink, AgentUnavailable
+from ..acp.agent_connection import AgentUnavailable
+from .agent_links import AgentLink
 from ..channels.allowlist import Allowlist, NoticeThrottle, stranger_notice
 from .asking import CANCELLED, ask_permission, ask_question
 from ..channels.background import Background
@@ -47,7 +48,7 @@ from .asking.forms import Unsupported
 from .offers import Offers, is_offer, numbered_choice, plan_text
 from .sender_context import sender_context, wants_sender_context
 from .routes import BindingRoute
-from .supervisor import Backoff
+from ..supervision import Backoff
 
 log = logging.getLogger(__name__)
 BUILTIN_AGENT = "runwield"
