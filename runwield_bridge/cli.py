@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import logging
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -20,6 +21,7 @@ if TYPE_CHECKING:  # each command imports what it uses, so `wld acp` answers ini
     from .core.sessions import SessionHost
 
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 SESSION_ROW = "{:<36}  {:<16}  {:<14} {:>10}  {}"  # `wld sessions`: id, updated, model, cost, title
 
 
@@ -27,6 +29,32 @@ def _setup_logging(settings: Settings, verbose: int) -> None:
     level = logging.DEBUG if verbose > 1 else logging.INFO if verbose else getattr(logging, settings.log_level.upper(), logging.WARNING)
     logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     redaction.install(settings.model_dump(mode="json"), logging.getLogger().handlers)
+
+
+async def until_stopped(work: Awaitable[int]) -> int:
+    """Run ``work`` until it returns or ``STOP_SIGNALS`` arrive: then it is cancelled, so its cleanup (which stops the
+    agents it started) runs before wld exits; a later signal is ignored (it would cut that cleanup short). 0 after a
+    signal: stopping was asked for."""
+    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+    signalled: list[int] = []
+
+    def stop(signum: int) -> None:
+        if not signalled:
+            signalled.append(signum)
+            task.cancel()
+
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, stop, signum)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if not signalled:
+            raise
+        return 0
+    finally:
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
 
 
 async def cmd_acp(args: argparse.Namespace, settings: Settings) -> int:
@@ -253,7 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings(args.config)
         _setup_logging(settings, args.verbose)
-        code = asyncio.run(args.run(args, settings))
+        work = args.run(args, settings)
+        code = asyncio.run(until_stopped(work) if args.run in (cmd_acp, cmd_bridge, cmd_workspace) else work)
         sys.stdout.flush()  # a reader that left shows up here, not as a traceback at exit
         return code
     except ConfigError as exc:

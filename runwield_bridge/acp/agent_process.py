@@ -2,7 +2,7 @@
 
 The agent runs in a session (and so a process group) of its own. Stopping it closes its input; whatever of it is
 still running after ``AGENT_EXIT_GRACE`` seconds (the agent, anything left in its process group, anything it started
-that left the group, such as the native binary an npm launcher starts) gets SIGTERM, and after as long again SIGKILL.
+that left the group) gets SIGTERM, and after as long again SIGKILL; if stopping is itself cut short, SIGKILL at once.
 """
 
 from __future__ import annotations
@@ -52,13 +52,16 @@ async def stop_agent(process: asyncio.subprocess.Process) -> None:
     assert process.stdin is not None
     with contextlib.suppress(OSError, RuntimeError):
         process.stdin.close()
-    for signum in (signal.SIGTERM, signal.SIGKILL):
-        if await _all_gone(process, started):
-            return
-        if process.returncode is None:
-            started |= set(living_descendants([process.pid]))
-        _signal_all(process.pid, started, signum)
-    await _all_gone(process, started)
+    try:
+        for signum in (signal.SIGTERM, signal.SIGKILL):
+            if await _all_gone(process, started):
+                return
+            started |= set(living_descendants([process.pid, *started]))
+            _signal_all(process.pid, started, signum)
+        await _all_gone(process, started)
+    except asyncio.CancelledError:  # no time left to wait: nothing of it may outlive wld
+        _signal_all(process.pid, started | set(living_descendants([process.pid, *started])), signal.SIGKILL)
+        raise
 
 
 async def _all_gone(process: asyncio.subprocess.Process, started: set[int]) -> bool:
