@@ -27,6 +27,7 @@ from ..acp.extensions import ALIASES, ARTIFACT_REVIEW, NOTICE, PLAN_SAVED, TURN,
 from ..config import ConfigError
 from ..redaction import redact
 from ..acp.agent_connection import AgentUnavailable
+from . import resume_check
 from .agent_links import AgentLink
 from ..channels.allowlist import Allowlist, NoticeThrottle, stranger_notice
 from .asking import CANCELLED, ask_permission, ask_question
@@ -356,7 +357,13 @@ class Bridge:
         replay = await self._load(state, link, session_id, workdir, Replay(view))
         if view is not None:
             await view.finish()
+        had = await resume_check.agent_had(link, session_id, workdir, replay)
+        if had is False:
+            self._unclaim(state, link, session_id)
+            raise BridgeError(resume_check.never_had(name, session_id))
         await self._persist(state, name, session_id, workdir)
+        if had is None:
+            await self._say(state.channel, state.conversation, resume_check.cannot_tell(name, session_id))
         return session_id, replay
 
     async def cancel(self, state: ConversationState) -> bool:
@@ -450,6 +457,13 @@ class Bridge:
         holder = self._by_session.get((agent, session_id))
         if holder is None or not holder.running:
             self._by_session[(agent, session_id)] = state
+
+    def _unclaim(self, state: ConversationState, link: AgentLink, session_id: str) -> None:
+        """Undo ``_load`` of a session the agent turned out not to have (the conversation keeps its own)."""
+        link.loaded.discard(session_id)
+        key = (link.name, session_id)
+        if self._by_session.get(key) is state and (state.agent, state.session_id) != key:
+            del self._by_session[key]
 
     def _claim(self, state: ConversationState, agent: str, session_id: str) -> None:
         """Send the session's updates, permission requests and questions to this conversation (the one about to use it).
