@@ -11,7 +11,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from importlib.metadata import version
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import redaction
 from .config import ConfigError, Settings, load_settings
@@ -211,7 +211,25 @@ async def cmd_mcp_bus(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     from .doctor import run_doctor
 
-    return await run_doctor(settings)
+    if not args.live:
+        return await run_doctor(settings)
+    from .live_check import live_findings
+
+    return await run_doctor(settings, live_findings(settings))
+
+
+class VersionAction(argparse.Action):
+    """``wld --version``: the version, and the commit when wld runs from a git checkout (read only when asked)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from .build_info import source_commit
+
+        commit = source_commit()
+        print(f"wld {version('runwield-bridge')}" + (f" (commit {commit})" if commit else ""))
+        parser.exit()
 
 
 def _common_options(config_default: object, verbose_default: object) -> argparse.ArgumentParser:
@@ -224,7 +242,7 @@ def _common_options(config_default: object, verbose_default: object) -> argparse
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="wld", description="RunWield Bridge", parents=[_common_options(None, 0)])
     common = _common_options(argparse.SUPPRESS, argparse.SUPPRESS)  # so `wld --config X chat` keeps X
-    parser.add_argument("--version", action="version", version=f"wld {version('runwield-bridge')}")
+    parser.add_argument("--version", action=VersionAction, help="show the version (and the commit of a git checkout) and exit")
     parser.add_argument("--mode", choices=["acp"], help="`--mode acp` is the same as `wld acp`")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", help="`wld COMMAND -h` shows its options")
 
@@ -266,6 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     bus.set_defaults(run=cmd_mcp_bus)
 
     doctor = sub.add_parser("doctor", parents=[common], help="check configuration, state and plugins")
+    doctor.add_argument("--live", action="store_true", help="also start each [agents.NAME], ask it for an exact reply, and stop it")
     doctor.set_defaults(run=cmd_doctor)
     return parser
 

@@ -98,6 +98,11 @@ class AgentConnection:
         return bool(caps and caps.session_capabilities and caps.session_capabilities.resume is not None)
 
     @property
+    def can_close(self) -> bool:
+        caps = self.info.agent_capabilities if self.info else None
+        return bool(caps and caps.session_capabilities and caps.session_capabilities.close is not None)
+
+    @property
     def can_list(self) -> bool:
         caps = self.info.agent_capabilities if self.info else None
         return bool(caps and caps.session_capabilities and caps.session_capabilities.list is not None)
