@@ -19,7 +19,7 @@ from test_acp_server import INIT, WLD
 from waiting import PATIENCE, until
 
 from runwield_bridge.core.command_supervisor import living_descendants, process_table
-from tests.bridge_kit import OWNER, telegram_section
+from tests.bridge_kit import OWNER, bridge_world, telegram_section
 from tests.fakes.telegram_api import TelegramFake
 from tests.platform_kit import TelegramWorld
 from tests.wld_process import WldProcess, write_config
@@ -147,3 +147,13 @@ async def test_wld_bridge_stopped_leaves_no_process_of_its_agent(tmp_path: Path,
             await until(lambda: not alive(started), f"no agent process left after {how} (left: {alive(started)})", timeout=10)
         finally:
             print((await process.stop()).stderr)
+
+
+async def test_an_agent_that_hangs_up_and_lingers_is_stopped_with_what_it_started_and_restarted(tmp_path: Path) -> None:
+    async with bridge_world(tmp_path=tmp_path, telegram={"agent": "stubborn"}, agents={"stubborn": stubborn_config(tmp_path)}) as world:
+        await world.exchange(OWNER, OWNER, "hello", "echo: hello")
+        first = stubborn_pids(tmp_path)
+        await world.exchange(OWNER, OWNER, "hangup", "stopped during this turn")  # it closes its output, ignores SIGTERM
+        await until(lambda: not alive(first), f"the agent that hung up and what it started stopped (left: {alive(first)})")
+        await world.exchange(OWNER, OWNER, "again", "echo: again")
+        assert stubborn_pids(tmp_path).isdisjoint(first)

@@ -35,6 +35,8 @@ CLIENT_CAPABILITIES = ClientCapabilities(
     elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities(), url=ElicitationUrlCapabilities())
 )
 STDERR_LINES_KEPT = 5
+HANGUP_GRACE = 1.0
+"""Seconds an agent that closed its output gets to exit, so its exit status can say why it went."""
 
 Connected = tuple[ClientSideConnection, Awaitable[str]]
 """A live connection, and an awaitable that completes (with the reason) when the agent goes away."""
@@ -72,19 +74,33 @@ class CommandAgent:
         command, *args = self.config.command
         async with agent_process(command, args, self.config.env, self.config.cwd) as process:
             assert process.stdin is not None and process.stdout is not None
-            conn = client_connection(client, LineTransport(process.stdout, process.stdin), observers)
+            transport = LineTransport(process.stdout, process.stdin)
+            conn = client_connection(client, transport, observers)
             drain = asyncio.create_task(self._drain_stderr(process.stderr), name=f"stderr:{command}")
             try:
-                yield conn, self._exited(process)
+                yield conn, self._gone(process, transport)
             finally:
                 drain.cancel()
                 await asyncio.gather(drain, return_exceptions=True)
                 await conn.close()
 
-    async def _exited(self, process: asyncio.subprocess.Process) -> str:
-        code = await process.wait()
-        how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+    async def _gone(self, process: asyncio.subprocess.Process, transport: LineTransport) -> str:
+        """Why the agent went away, once its process exits or it closes its output (the connection) and lives on,
+        as a crashed agent's wrapper may: then stopping it is up to the caller."""
+        exited = asyncio.ensure_future(process.wait())
+        closed = asyncio.ensure_future(transport.ended.wait())
+        try:
+            await asyncio.wait([exited, closed], return_when=asyncio.FIRST_COMPLETED)
+            if not exited.done():  # a crash closes the output a moment before the exit is seen
+                await asyncio.wait([exited], timeout=HANGUP_GRACE)
+        finally:
+            closed.cancel()
+            exited.cancel()
         last = f"; it last said: {self.stderr_tail[-1]}" if self.stderr_tail else ""
+        if process.returncode is None:
+            return f"the agent closed the connection but did not exit{last}"
+        code = process.returncode
+        how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
         return f"the agent process ended ({how}){last}"
 
     async def _drain_stderr(self, stream: asyncio.StreamReader | None) -> None:
