@@ -68,7 +68,7 @@ async def check_agent(name: str, config: AgentConfig, timeout: float) -> Finding
         try:
             await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[text_block(LIVE_PROMPT)]), timeout)
         finally:
-            if link.can_close:
+            if link.offers("close"):
                 with contextlib.suppress(RequestError, ConnectionError):
                     await conn.close_session(session_id=session.session_id)
     except AgentUnavailable as exc:

@@ -87,25 +87,19 @@ class AgentConnection:
         self._was_up = False
         """Whether the latest start got as far as a connection (so its end is no failure to start)."""
 
+    def offers(self, method: str) -> bool:
+        """Whether the agent offers ``session/load``, or the ``session/METHOD`` its ``sessionCapabilities`` name
+        (``resume``, ``list``, ``close``, ...)."""
+        caps = self.info.agent_capabilities if self.info else None
+        if caps is None:
+            return False
+        if method == "load":
+            return bool(caps.load_session)
+        return getattr(caps.session_capabilities, method, None) is not None
+
     @property
     def can_load(self) -> bool:
-        caps = self.info.agent_capabilities if self.info else None
-        return bool(caps and caps.load_session)
-
-    @property
-    def can_resume(self) -> bool:
-        caps = self.info.agent_capabilities if self.info else None
-        return bool(caps and caps.session_capabilities and caps.session_capabilities.resume is not None)
-
-    @property
-    def can_close(self) -> bool:
-        caps = self.info.agent_capabilities if self.info else None
-        return bool(caps and caps.session_capabilities and caps.session_capabilities.close is not None)
-
-    @property
-    def can_list(self) -> bool:
-        caps = self.info.agent_capabilities if self.info else None
-        return bool(caps and caps.session_capabilities and caps.session_capabilities.list is not None)
+        return self.offers("load")
 
     @property
     def takes_images(self) -> bool:

@@ -17,7 +17,7 @@ async def agent_had(link: AgentConnection, session_id: str, cwd: str, replay: Re
     None when it replayed nothing and offers no list (it cannot be told)."""
     if replay.user_messages or replay.agent_messages:
         return True
-    if not link.can_list or link.conn is None:
+    if not link.offers("list") or link.conn is None:
         return None
     cursor: str | None = None
     for _ in range(LIST_PAGES):

@@ -88,7 +88,7 @@ class AcpRuntime:
         agent_session = [known] if known and known_cwd == cwd else []
         servers = await agent.bus.offer(request.tools, agent.running(agent_session))
         if agent_session:
-            if agent.link.can_load or agent.link.can_resume:
+            if agent.link.can_load or agent.link.offers("resume"):
                 reopen = conn.load_session if agent.link.can_load else conn.resume_session
                 await reopen(cwd=cwd, session_id=known, mcp_servers=servers)
                 agent.link.loaded.add(known)
