@@ -23,7 +23,7 @@ from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpda
 from pydantic import ValidationError
 
 from ..acp.client import AgentEndpoint
-from ..acp.extensions import ALIASES, ARTIFACT_REVIEW, NOTICE, PLAN_SAVED, TURN, PlanSavedMeta
+from ..acp.extensions import ALIASES, ARTIFACT_REVIEW, CHILD, NOTICE, PLAN_SAVED, TURN, PlanSavedMeta
 from ..config import ConfigError
 from ..redaction import redact
 from ..acp.agent_connection import AgentUnavailable
@@ -39,6 +39,7 @@ from ..channels.contract import Channel, ReplyView
 from ..channels.streaming import SHOWN, StreamingReply
 from ..channels.types import BridgeCommand, BridgeError, ButtonPress, Conversation, IncomingMessage, MenuCommand, ModelChoice, ModelMenu, Sender
 from ..channels.unfinished import EXPIRED, Keeper, MemoryMessageLog, MessageLog, finish_left, mark_expired
+from .child_lines import ChildLines
 from .conversations import ConversationState, Phase, Replay
 from .dedupe import Deliveries, MemoryUpdateLog, UpdateLog
 from .delivery import deliver
@@ -95,6 +96,7 @@ class Bridge:
         self.questions = ChatQuestions(self.messages, self.instance_id)
         self.offers = Offers()
         self.background = Background("bridge")
+        self.child_lines = ChildLines(self.background)
         self._states: dict[str, ConversationState] = {}
         self._turns: set[asyncio.Task[None]] = set()
         self._closing = False
@@ -543,6 +545,9 @@ class Bridge:
             if kind == "available_commands_update":  # a new session's commands come before its binding is made
                 self._early_commands[(agent, session_id)] = _menu_commands(update)
             return
+        if (child := CHILD.read(update)) is not None:
+            self.child_lines.show(state.channel, state.conversation, session_id, child)
+            return
         if state.replay is not None:
             state.replay.add(update)
             return
@@ -711,6 +716,7 @@ class Bridge:
                 f"Model: {_model_name(state.model_option) or 'unknown'}",
                 f"State: {activity}",
                 f"Queue: {state.queue.mode}" + (f" ({len(state.queue)} waiting)" if state.queue else ""),
+                *filter(None, [self.child_lines.status(state.conversation, state.session_id)]),
             ]
         )
 
