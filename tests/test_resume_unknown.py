@@ -1,6 +1,6 @@
 """``/resume SESSION_ID`` through the real Bridge and the Telegram fake: an id the agent never had is refused (Qwen Code
 0.15.10 answers session/load of any id, with no history, and its session/list does not name it); an id it had still
-resumes; and where the agent can neither replay nor list, the reply says it cannot tell."""
+resumes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pathlib import Path
 
 from tests.bridge_kit import OWNER, asking_agent, bridge_world
 from tests.wld_process import free_port
-from waiting import until
 
 REPO = Path(__file__).resolve().parent.parent
 QWEN_015 = REPO / "node_modules" / "qwen-code-0.15" / "cli.js"
@@ -30,7 +29,7 @@ async def test_resume_of_an_id_qwen_code_never_had_is_refused_and_changes_nothin
         await world.exchange(OWNER, OWNER, "/new", "New session")
         bound = (await world.app.store.bridge.get_binding(f"telegram:{OWNER}")).acp_session_id
         told = await world.exchange(OWNER, OWNER, "/resume does-not-exist", "does-not-exist")
-        assert "Agent qwen has no session does-not-exist" in told["text"] and "Nothing was changed" in told["text"]
+        assert "Agent qwen does not know session does-not-exist" in told["text"] and "no new session was started" in told["text"]
         assert not any("Resumed" in text for text in world.texts(OWNER))
         assert (await world.app.store.bridge.get_binding(f"telegram:{OWNER}")).acp_session_id == bound
 
@@ -44,14 +43,3 @@ async def test_resume_of_a_session_our_agent_had_replays_it(tmp_path: Path) -> N
         assert "2 earlier messages" in resumed["text"] and "echo: first words" in resumed["text"]
         assert (await world.app.store.bridge.get_binding(f"telegram:{OWNER}")).acp_session_id == first
 
-
-async def test_resume_without_history_at_an_agent_that_cannot_list_says_it_cannot_tell(tmp_path: Path) -> None:
-    async with bridge_world(tmp_path=tmp_path, telegram={"agent": "asker"}, agents={"asker": asking_agent(tmp_path)}) as world:
-        await world.exchange(OWNER, OWNER, "/new", "New session")
-        empty = (await world.app.store.bridge.get_binding(f"telegram:{OWNER}")).acp_session_id
-        await world.send(OWNER, OWNER, "/new")
-        await until(lambda: len([t for t in world.texts(OWNER) if "New session" in t]) == 2, "the second new session")
-        told = await world.exchange(OWNER, OWNER, f"/resume {empty}", "cannot list its sessions")
-        assert f"replayed no history for session {empty}" in told["text"]
-        await world.reply_containing(OWNER, f"Resumed session {empty}")
-        assert (await world.app.store.bridge.get_binding(f"telegram:{OWNER}")).acp_session_id == empty

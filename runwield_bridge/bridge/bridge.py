@@ -27,7 +27,6 @@ from ..acp.extensions import ALIASES, ARTIFACT_REVIEW, CHILD, NOTICE, PLAN_SAVED
 from ..config import ConfigError
 from ..redaction import redact
 from ..acp.agent_connection import AgentUnavailable
-from . import resume_check
 from .agent_links import AgentLink
 from ..channels.allowlist import Allowlist, NoticeThrottle, stranger_notice
 from .asking import CANCELLED, ask_permission, ask_question
@@ -49,6 +48,8 @@ from .asking.pending import NOT_OPEN, ChatQuestions
 from .asking.forms import Unsupported
 from .offers import Offers, is_offer, numbered_choice, plan_text
 from .sender_context import sender_context, wants_sender_context
+from .session_picker import require_known, show_sessions
+from .spawn import Spawner
 from .routes import BindingRoute
 from ..supervision import Backoff
 
@@ -95,6 +96,7 @@ class Bridge:
         self._stored = StoredQueues(self.follow_ups)
         self.questions = ChatQuestions(self.messages, self.instance_id)
         self.offers = Offers()
+        self.spawner = Spawner(self)
         self.background = Background("bridge")
         self.child_lines = ChildLines(self.background)
         self._states: dict[str, ConversationState] = {}
@@ -159,12 +161,12 @@ class Bridge:
         async with state.lock:  # the first await for an allowed message, so arrival order is kept
             await self._restore(state)
             if command := parse_command(message.text):
-                await self._command(state, command)
+                await self._command(state, command, sender)
                 return None
             if self.questions.has_open(conversation):
                 if message.images:
                     await self._say(channel, conversation, "An attachment does not answer the question above; reply with text, or send /cancel.")
-                elif correction := self.questions.offer_text(conversation, message.text, sender):
+                elif correction := self.questions.offer_text(conversation, message.text, sender, message.message_id):
                     await self._say(channel, conversation, correction)
                 return None
             if state.busy or state.queue:
@@ -348,9 +350,10 @@ class Bridge:
         await self._persist(state, name, response.session_id, workdir)
         return response.session_id
 
-    async def resume(self, state: ConversationState, session_id: str) -> tuple[str, Replay]:
-        """Bind the conversation to an existing session through ``session/load``; an unknown id changes nothing."""
-        name = state.agent or state.channel.settings.agent
+    async def resume(self, state: ConversationState, session_id: str, agent: str | None = None) -> tuple[str, Replay]:
+        """Bind the conversation to an existing session (of ``agent``, else its own agent's) through ``session/load``; an
+        unknown id changes nothing."""
+        name = agent or state.agent or state.channel.settings.agent
         link = self.links.get(name)
         if link is None:
             raise BridgeError(f"Agent {name} is no longer configured; send /new to start over.")
@@ -359,13 +362,8 @@ class Bridge:
         replay = await self._load(state, link, session_id, workdir, Replay(view))
         if view is not None:
             await view.finish()
-        had = await resume_check.agent_had(link, session_id, workdir, replay)
-        if had is False:
-            self._unclaim(state, link, session_id)
-            raise BridgeError(resume_check.never_had(name, session_id))
+        await require_known(link, session_id, replay)
         await self._persist(state, name, session_id, workdir)
-        if had is None:
-            await self._say(state.channel, state.conversation, resume_check.cannot_tell(name, session_id))
         return session_id, replay
 
     async def cancel(self, state: ConversationState) -> bool:
@@ -459,13 +457,6 @@ class Bridge:
         holder = self._by_session.get((agent, session_id))
         if holder is None or not holder.running:
             self._by_session[(agent, session_id)] = state
-
-    def _unclaim(self, state: ConversationState, link: AgentLink, session_id: str) -> None:
-        """Undo ``_load`` of a session the agent turned out not to have (the conversation keeps its own)."""
-        link.loaded.discard(session_id)
-        key = (link.name, session_id)
-        if self._by_session.get(key) is state and (state.agent, state.session_id) != key:
-            del self._by_session[key]
 
     def _claim(self, state: ConversationState, agent: str, session_id: str) -> None:
         """Send the session's updates, permission requests and questions to this conversation (the one about to use it).
@@ -652,8 +643,14 @@ class Bridge:
 
     # -- commands ------------------------------------------------------------
 
-    async def _command(self, state: ConversationState, command: BridgeCommand) -> None:
+    async def _command(self, state: ConversationState, command: BridgeCommand, sender: Sender) -> None:
         channel, conversation = state.channel, state.conversation
+        if command.name in ("spawn", "sessions") or (command.name == "resume" and not command.argument):
+            try:
+                await (self.spawner.spawn(state, sender, command.argument) if command.name == "spawn" else show_sessions(self.links, self.offers, state))
+            except BridgeError as exc:
+                await self._say(channel, conversation, str(exc))
+            return
         if command.name == "cancel":
             if not await self.cancel(state):
                 await self._say(channel, conversation, "Nothing is running.")
@@ -676,8 +673,6 @@ class Bridge:
             if command.name == "new":
                 session_id = await self.new_session(state, command.argument or None)
                 await self._say(channel, conversation, f"🆕 New session {session_id} on {state.agent}.")
-            elif not command.argument:
-                await self._say(channel, conversation, "Usage: /resume SESSION_ID")
             else:
                 session_id, replay = await self.resume(state, command.argument)
                 if not channel.capabilities.full_history:

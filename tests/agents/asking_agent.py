@@ -6,7 +6,12 @@ What a prompt contains decides what it does:
   "choose"      asks a single-choice form (three options), then says the answer
   "survey"      asks a two-field form (text and integer), then says the answers
   "drink"       asks a single choice with Other and an optional text field for it, then says the answers
-  "visit"       asks a URL elicitation, then says the action
+  "details"     asks a three-field form (text, integer, text), then says the answers
+  "toppings"    asks a multi-select of four (at least one), then says the answers
+  "visit"       asks a URL elicitation (a javascript: or file: one if the prompt says "javascript" or "file"), then
+                says the action
+  "token"       asks a form with one secret field (writeOnly, or "format": "password" if the prompt says "password"),
+                logs the answer it got as a "secret" call, and says only how long it was
   "malformed"   sends an elicitation/create the schema rejects, then says the action
   "terminal"    calls terminal/create, terminal/output, terminal/wait_for_exit, terminal/kill,
                 terminal/release, fs/read_text_file and fs/write_text_file, then says what each answered
@@ -19,7 +24,9 @@ What a prompt contains decides what it does:
   "Reply with exactly WORDS"  says WORDS
   anything else "echo: <text>"
 Every call is appended as a JSON line to $AGENT_LOG; sessions persist in $AGENT_STATE (a JSON file),
-so after a restart session/load works and replays the history.
+so after a restart session/load works and replays the history; session/list lists them (titled by their first
+prompt). With $AGENT_LOADS_ANY set, session/load of an id it does not know answers as if it did, replaying nothing
+(as some agents do), instead of refusing it.
 """
 
 from __future__ import annotations
@@ -31,12 +38,17 @@ import os
 import sys
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError, run_agent, text_block, update_agent_message, update_tool_call, update_user_message
 from acp.schema import (
     AgentCapabilities,
+    ListSessionsResponse,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
     AvailableCommand,
     AvailableCommandsUpdate,
     Implementation,
@@ -74,6 +86,8 @@ class AskingAgent:
         self.conn: Any = None
         self.sessions = load_sessions()
         self.cancelled: dict[str, asyncio.Event] = {}
+        self.updated: dict[str, str] = {}
+        """When each session was last prompted (or started) since this process started, as ISO 8601."""
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -83,13 +97,18 @@ class AskingAgent:
         log("initialize", clientCapabilities=caps, pid=os.getpid())
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(load_session=True, prompt_capabilities=PromptCapabilities(image=True)),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(image=True),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            ),
             agent_info=Implementation(name="asking-agent", title="Asking agent", version="1.2.3"),
         )
 
     async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
         session_id = f"test-{uuid.uuid4().hex[:12]}"
         self.sessions[session_id] = []
+        self.touch(session_id)
         self.save()
         log("session/new", sessionId=session_id, cwd=cwd)
         asyncio.get_running_loop().call_later(0.05, lambda: asyncio.ensure_future(self.offer_commands(session_id)))
@@ -97,12 +116,22 @@ class AskingAgent:
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
         log("session/load", sessionId=session_id)
+        if session_id not in self.sessions and os.environ.get("AGENT_LOADS_ANY"):
+            return LoadSessionResponse()
         if session_id not in self.sessions:
             raise RequestError(-32002, f"Session {session_id} not found", {"sessionId": session_id})
         for user, reply in self.sessions[session_id]:
             await self.conn.session_update(session_id, update_user_message(text_block(user)))
             await self.conn.session_update(session_id, update_agent_message(text_block(reply)))
         return LoadSessionResponse()
+
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> ListSessionsResponse:
+        log("session/list")
+        infos = [
+            SessionInfo(session_id=sid, cwd=cwd or "/", title=turns[0][0] if turns else None, updated_at=self.updated.get(sid))
+            for sid, turns in self.sessions.items()
+        ]
+        return ListSessionsResponse(sessions=infos[::-1])  # the newest first
 
     async def offer_commands(self, session_id: str) -> None:
         commands = [AvailableCommand(name="review", description="Review the changes"), AvailableCommand(name="Bad-Name", description="not for menus")]
@@ -144,11 +173,29 @@ class AskingAgent:
         elif "drink" in words:
             schema = {"drink": {"type": "string", "enum": ["Tea", "Coffee", "Other"]}, "note": {"type": "string", "title": "Something else"}}
             reply = await self.elicit(session_id, "Tea or coffee?", schema, ["drink"])
+        elif "details" in words:
+            schema = {
+                "name": {"type": "string", "title": "Your name", "minLength": 2},
+                "age": {"type": "integer", "title": "Age", "minimum": 0},
+                "city": {"type": "string", "title": "City"},
+            }
+            reply = await self.elicit(session_id, "A few details", schema, ["name", "age", "city"])
+        elif "toppings" in words:
+            items = {"anyOf": [{"const": c.lower(), "title": c} for c in ("Cheese", "Olives", "Basil", "Ham")]}
+            schema = {"toppings": {"type": "array", "title": "Toppings", "items": items, "minItems": 1}}
+            reply = await self.elicit(session_id, "Which toppings?", schema, ["toppings"])
         elif "visit" in words:
-            response = await self.raw_elicit(
-                {"sessionId": session_id, "mode": "url", "elicitationId": "e1", "message": "Sign in to continue", "url": "https://auth.example.com/login?state=xyz"}
-            )
+            url = {"javascript": "javascript:alert(document.cookie)", "file": "file:///etc/passwd"}
+            link = next((url[word] for word in words if word in url), "https://auth.example.com/login?state=xyz")
+            response = await self.raw_elicit({"sessionId": session_id, "mode": "url", "elicitationId": "e1", "message": "Sign in to continue", "url": link})
             reply = f"url: {response.get('action')}"
+        elif "token" in words:
+            marked = {"format": "password"} if "password" in words else {"writeOnly": True}
+            schema = {"type": "object", "properties": {"token": {"type": "string", "title": "API token", **marked}}, "required": ["token"]}
+            response = await self.raw_elicit({"sessionId": session_id, "mode": "form", "message": "Your API token, please", "requestedSchema": schema})
+            secret = (response.get("content") or {}).get("token")
+            log("secret", value=secret)
+            reply = f"token: {response.get('action')}, {len(secret or '')} characters"
         elif "malformed" in words:
             response = await self.raw_elicit({"sessionId": session_id, "mode": "form", "message": "Broken", "requestedSchema": "not a schema"})
             reply = f"malformed: {response.get('action')}"
@@ -160,6 +207,7 @@ class AskingAgent:
             reply = f"echo: {text}"
         await self.say(session_id, reply)
         self.sessions[session_id].append([text, reply])
+        self.touch(session_id)
         self.save()
         return PromptResponse(stop_reason="end_turn")
 
@@ -227,6 +275,9 @@ class AskingAgent:
 
     async def say(self, session_id: str, text: str) -> None:
         await self.conn.session_update(session_id, update_agent_message(text_block(text)))
+
+    def touch(self, session_id: str) -> None:
+        self.updated[session_id] = datetime.now(UTC).isoformat()
 
     def save(self) -> None:
         if STATE:

@@ -23,7 +23,7 @@ from discord.http import Route
 from ..allowlist import stranger_notice
 from ..budget import Budgets
 from ..contract import ChannelContext, Inbox
-from ..types import BridgeError, Button, ButtonPress, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
+from ..types import BridgeError, Button, ButtonPress, CannotDelete, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
 from ..streaming import StreamingReply
 from .components import MODEL_SELECT, PRESS_PREFIX, button_view, model_view
 from .events import conversation_of, incoming, sender_of, thread_name, without_mention
@@ -209,11 +209,34 @@ class DiscordChannel:
         target = self._target(message.conversation).get_partial_message(int(message.id))
         await _rate_limited(target.edit(content=text, view=button_view(buttons), allowed_mentions=NO_MENTIONS))
 
+    async def delete(self, message: MessageRef) -> None:
+        """Delete a message: a person's only in a server where the bot has Manage Messages; never in a DM."""
+        try:
+            await _rate_limited(self._target(message.conversation).get_partial_message(int(message.id)).delete())
+        except discord.Forbidden as exc:
+            where = "in a server it needs the Manage Messages permission" if message.conversation.group else "in a DM it may delete only its own messages"
+            raise CannotDelete(f"Discord did not let the bot delete your message ({exc.text or exc.status}): {where}.") from None
+
     async def typing(self, conversation: Conversation) -> None:
         await _rate_limited(self._target(conversation).typing())
 
     async def set_commands(self, conversation: Conversation, commands: Sequence[MenuCommand]) -> None:
         """Discord's slash commands are the same everywhere; the agent's own commands are typed as messages."""
+
+    async def open_thread(self, conversation: Conversation, title: str) -> Conversation:
+        """A new public thread in the conversation's channel (beside it, when it is a thread); none in a DM."""
+        if not conversation.group:
+            raise BridgeError("Discord has no threads in direct messages. Use /spawn AGENT --here TASK instead.")
+        if self._client is None:
+            raise ConnectionError("the Discord client has not started")
+        try:
+            parent = self._client.get_channel(int(conversation.chat)) or await self._client.fetch_channel(int(conversation.chat))
+            if not isinstance(parent, discord.TextChannel):
+                raise BridgeError("This Discord channel cannot have threads. Use /spawn AGENT --here TASK instead.")
+            thread = await _rate_limited(parent.create_thread(name=thread_name(title, "the bot"), type=discord.ChannelType.public_thread))
+        except discord.HTTPException as exc:
+            raise BridgeError(f"Discord did not open a thread here ({exc.text or exc.status}). Use /spawn AGENT --here TASK instead.") from None
+        return conversation_of(thread)
 
     def open_reply(self, conversation: Conversation) -> StreamingReply:
         budget = self.budgets.for_chat(conversation.thread or conversation.chat, conversation.group)
