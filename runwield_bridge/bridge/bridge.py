@@ -26,8 +26,9 @@ from ..acp.client import AgentEndpoint
 from ..acp.extensions import ALIASES, ARTIFACT_REVIEW, CHILD, NOTICE, PLAN_SAVED, TURN, PlanSavedMeta
 from ..config import ConfigError
 from ..redaction import redact
+from ..acp.agent_connection import AgentUnavailable
 from .agent_mode import settle_agent_mode
-from .agent_links import AgentLink, AgentUnavailable
+from .agent_links import AgentLink
 from ..channels.allowlist import Allowlist, NoticeThrottle, stranger_notice
 from .asking import CANCELLED, ask_permission, ask_question
 from ..channels.background import Background
@@ -51,7 +52,7 @@ from .sender_context import sender_context, wants_sender_context
 from .session_picker import require_known, show_sessions
 from .spawn import Spawner
 from .routes import BindingRoute
-from .supervisor import Backoff
+from ..supervision import Backoff
 
 log = logging.getLogger(__name__)
 BUILTIN_AGENT = "runwield"
