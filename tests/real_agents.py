@@ -61,19 +61,17 @@ class RealAgent:
         to be declared to its model from the first prompt on."""
         return {}
 
-    def section(self, home: Path, fake: ScriptedLLMFake, tools: list[str]) -> dict[str, Any]:
-        """``[agents.NAME]`` as a dict (for ``wld_process.write_config``), with RunWield's ``tools`` on its MCP bus."""
+    def section(self, home: Path, fake: ScriptedLLMFake, tools: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
+        """``[agents.NAME]`` as a dict (for ``wld_process.write_config``; its HOME made here), with RunWield's
+        ``tools`` on its MCP bus when any are named."""
         home.mkdir(exist_ok=True)
-        return {"command": self.command(fake), "env": {**self.env(home, fake), **self.bus_ready(home)}, "tools": tools}
+        if not tools:
+            return {"command": self.command(fake), "env": self.env(home, fake)}
+        return {"command": self.command(fake), "env": {**self.env(home, fake), **self.bus_ready(home)}, "tools": list(tools)}
 
     def shown_id(self, call_id: str) -> str:
         """The id under which the agent shows the model's tool call ``call_id``."""
         return call_id
-
-    def section(self, home: Path, fake: ScriptedLLMFake) -> dict[str, Any]:
-        """Its ``[agents.NAME]`` (its HOME made here)."""
-        home.mkdir(exist_ok=True)
-        return {"command": self.command(fake), "env": self.env(home, fake)}
 
     def config(self, home: Path, fake: ScriptedLLMFake, extra: str = "") -> str:
         """wld.toml with this agent as the runtime of new Sessions."""
