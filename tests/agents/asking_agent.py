@@ -15,7 +15,8 @@ What a prompt contains decides what it does:
   "hangup"      closes its stdout (the connection) and lingers 30 s before it exits, as a wrapper of a crashed agent may
   an image      says how many images and bytes it got
   anything else "echo: <text>"
-Every call is appended as a JSON line to $AGENT_LOG; sessions persist in $AGENT_STATE (a JSON file),
+With $AGENT_STEERING=silent it says it takes input into a running turn (``_meta.steering``) and never answers
+``_session/steering``. Every call is appended as a JSON line to $AGENT_LOG; sessions persist in $AGENT_STATE (a JSON file),
 so after a restart session/load works and replays the history.
 """
 
@@ -47,6 +48,7 @@ from acp.schema import (
 
 LOG = os.environ.get("AGENT_LOG")
 STATE = Path(os.environ["AGENT_STATE"]) if os.environ.get("AGENT_STATE") else None
+SILENT_STEERING = os.environ.get("AGENT_STEERING") == "silent"
 
 
 def log(method: str, **params: Any) -> None:
@@ -79,7 +81,14 @@ class AskingAgent:
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(load_session=True, prompt_capabilities=PromptCapabilities(image=True)),
+            field_meta={"steering": {"supported": True}} if SILENT_STEERING else None,
         )
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        log(method, **params)
+        if SILENT_STEERING and method.lstrip("_") == "session/steering":
+            await asyncio.Event().wait()  # never answers
+        raise RequestError.method_not_found(method)
 
     async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
         session_id = f"test-{uuid.uuid4().hex[:12]}"
