@@ -70,7 +70,7 @@ class Bridge:
         self.gate = Gate()
         self.conversations = Conversations(follow_ups or MemoryFollowUpLog())
         claims = Claims(CommandMenu(self.background))
-        self.agent_side = Updates(claims, claims.menu, self.questions, self.offers, self.messages, self.instance_id, self.background)
+        self.agent_side = Updates(self.conversations, claims, self.questions, self.offers, self.messages, self.instance_id, self.background)
         self.sessions = Sessions(agents, self.agent_side, bindings, routes, claims, start_timeout=start_timeout, backoff=backoff)
         self.turns = self.agent_side.turns = Turns(self.sessions, self.questions, self.messages, self.instance_id, self.background)
         self.commands = Commands(self.sessions, self.turns, self.questions)
@@ -112,7 +112,7 @@ class Bridge:
             await self.reopening.restore(conversation)
             if command := parse_command(message.text):
                 await self.commands.run(conversation, command)
-            elif conversation.state is State.WAITING_FOR_ANSWER and self.questions.has_open(conversation.chat):
+            elif conversation.state is State.WAITING_FOR_ANSWER:
                 await self._answer(conversation, message)
             elif conversation.busy or conversation.queue:
                 return await self.turns.follow_up(conversation, message)

@@ -8,9 +8,8 @@ its message is shown, and a question waits until then too.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import Awaitable
 from typing import Any
 
 from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
@@ -18,13 +17,15 @@ from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpda
 from ..acp.extensions import ARTIFACT_REVIEW, NOTICE, PLAN_SAVED, TURN, PlanSavedMeta
 from ..channels.background import Background
 from ..channels.streaming import SHOWN
+from ..channels.types import Conversation as Chat
 from ..channels.unfinished import MessageLog
 from .asking import CANCELLED, ask_permission, ask_question
 from .asking.forms import Unsupported
 from .asking.pending import ChatQuestions
 from .claims import Claims, SessionKey
-from .command_menu import CommandMenu, menu_commands
+from .command_menu import menu_commands
 from .conversation import Conversation, Event, State
+from .conversations import Conversations
 from .delivery import deliver, say
 from .model_menu import model_option
 from .offers import Offers, plan_text
@@ -37,10 +38,14 @@ log = logging.getLogger(__name__)
 class Updates:
     """The ACP client side of every agent link (its ``ClientSink``): traffic found by session, routed by state."""
 
-    def __init__(self, claims: Claims, menu: CommandMenu, questions: ChatQuestions, offers: Offers, messages: MessageLog, instance: str | None, background: Background) -> None:
+    def __init__(
+        self, conversations: Conversations, claims: Claims, questions: ChatQuestions, offers: Offers, messages: MessageLog, instance: str | None, background: Background
+    ) -> None:
+        self.conversations = conversations
         self.claims = claims
-        self.menu = menu
+        self.menu = claims.menu
         self.questions = questions
+        questions.watch = self.question_changed
         self.offers = offers
         self.messages = messages
         self.instance = instance
@@ -126,35 +131,41 @@ class Updates:
         if self.turns is not None and (conversation.state is State.SETTLING or (conversation.state is State.IDLE and conversation.queue)):
             self.background.spawn(self.turns.go_on(conversation), f"queue:{conversation.chat.key}")
 
-    @contextlib.asynccontextmanager
-    async def _asking(self, conversation: Conversation) -> AsyncIterator[None]:
-        """The conversation waits for an answer while the agent's question is open (asked below a Plan being shown)."""
-        while conversation.showing is not None:
-            await asyncio.shield(conversation.showing)
-        await pause_replies(conversation)
-        conversation.fire(Event.ASK)  # refused only while replaying: asked all the same
-        try:
-            yield
-        finally:
-            if conversation.state is State.WAITING_FOR_ANSWER and not self.questions.has_open(conversation.chat):
-                conversation.fire(Event.ANSWERED)
-                self._resumed(conversation)
+    def question_changed(self, chat: Chat, opened: bool) -> None:
+        """``ChatQuestions.watch``: a question opened (the conversation waits for an answer), or its last open one ended."""
+        conversation = self.conversations.get(chat.key)
+        if conversation is None:
+            return
+        if opened:
+            conversation.fire(Event.ASK)  # refused only while replaying: asked all the same
+        elif conversation.state is State.WAITING_FOR_ANSWER:  # else the turn's end ended it
+            conversation.fire(Event.ANSWERED)
+            self._resumed(conversation)
+
+    async def _before_asking(self, conversation: Conversation) -> None:
+        """A question is asked below a Plan being shown, and below the replies so far."""
+        while True:
+            while conversation.showing is not None:
+                await asyncio.shield(conversation.showing)
+            await pause_replies(conversation)
+            if conversation.showing is None:
+                return
 
     async def on_permission(self, agent: str, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption]) -> RequestPermissionResponse:
         conversation = self.claims.holder((agent, session_id))
         if conversation is None:
             return CANCELLED
-        async with self._asking(conversation):
-            return await ask_permission(self.questions, conversation.channel, conversation.chat, tool_call, options)
+        await self._before_asking(conversation)
+        return await ask_permission(self.questions, conversation.channel, conversation.chat, tool_call, options)
 
     async def on_elicitation(self, agent: str, session_id: str | None, params: Any) -> dict[str, Any]:
         conversation = self.claims.holder((agent, session_id)) if session_id else None
         if conversation is None:
             log.warning("agent %s asked a question for unknown session %s; declined", agent, session_id)
             return {"action": "decline"}
-        async with self._asking(conversation):
-            try:
-                return await ask_question(self.questions, conversation.channel, conversation.chat, params)
-            except Unsupported as exc:
-                await say(conversation.channel, conversation.chat, f"❓ Agent {agent} asked a question this bridge cannot show: {exc}. It was declined.")
-                return {"action": "decline"}
+        await self._before_asking(conversation)
+        try:
+            return await ask_question(self.questions, conversation.channel, conversation.chat, params)
+        except Unsupported as exc:
+            await say(conversation.channel, conversation.chat, f"❓ Agent {agent} asked a question this bridge cannot show: {exc}. It was declined.")
+            return {"action": "decline"}
