@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import ConfigError, Settings
 from .core.catalog import ModelCatalog, agent_profile, model_info
+from .core.children import CHILD_TOOLS
 from .core.commands import CommandRegistry
 from .core.metrics import WorkflowMetrics
 from .core.execution import Executor
@@ -144,7 +145,7 @@ class App:
 
         tools = plugins.tools()
         try:
-            check_agent_tools(settings, {tool.spec.name for tool in tools})
+            check_agent_tools(settings, {*(tool.spec.name for tool in tools), *CHILD_TOOLS})
         except ConfigError:
             plugins.unbind(workflow.NAME)
             await store.close()

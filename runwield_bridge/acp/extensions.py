@@ -104,11 +104,22 @@ class TurnMeta(_Camel):
     stop_reason: str = Field(alias="stopReason")
 
 
+class ChildMeta(_Camel):
+    """On a ``tool_call`` or ``tool_call_update`` that is a one-shot child Session's progress line: which child, on
+    which agent, its task, and how far it is (``running``, ``done``, ``failed``, ``cancelled``)."""
+
+    session_id: str = Field(alias="sessionId")
+    agent: str
+    task: str
+    state: Literal["running", "done", "failed", "cancelled"]
+
+
 PLAN_LINK: MetaKey[PlanLinkMeta] = MetaKey("planLink", PlanLinkMeta)
 ARTIFACT_REVIEW: MetaKey[ArtifactReviewMeta] = MetaKey("artifactReview", ArtifactReviewMeta)
 PLAN_SAVED: MetaKey[PlanSavedMeta] = MetaKey("planSaved", PlanSavedMeta)
 QUESTION: MetaKey[QuestionMeta] = MetaKey("question", QuestionMeta)
 TURN: MetaKey[TurnMeta] = MetaKey("turn", TurnMeta)
+CHILD: MetaKey[ChildMeta] = MetaKey("child", ChildMeta)
 NOTICE: MetaKey[NoticeLevel] = MetaKey("notice", NoticeLevel)
 """On an ``agent_message_chunk`` that is a notice: its level (``error``: the agent's own words that something failed)."""
 ALIASES: MetaKey[list[str]] = MetaKey("aliases", list[str])

@@ -32,6 +32,7 @@ from ..core.catalog import BUILTIN_AGENTS, ModelCatalog
 from ..core.commands import Command
 from ..core.events import (
     ArtifactLink,
+    ChildProgress,
     Event,
     MessageChunk,
     Notice,
@@ -50,12 +51,14 @@ from ..core.runtime import EXTERNAL, NATIVE
 from .extensions import (
     ALIASES,
     ARTIFACT_REVIEW,
+    CHILD,
     NOTICE,
     PLAN_LINK,
     PLAN_SAVED,
     QUESTION,
     TURN,
     ArtifactReviewMeta,
+    ChildMeta,
     PlanActionMeta,
     PlanLinkMeta,
     PlanSavedMeta,
@@ -119,6 +122,8 @@ def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> Update
         return ConfigOptionUpdate(session_update="config_option_update", config_options=options)
     if isinstance(event, QuestionAsked):
         return question_update(render_menu(event.question), event.question_id, "asked")
+    if isinstance(event, ChildProgress):
+        return child_update(event)
     if isinstance(event, TurnSettled):
         meta = TURN.meta(TurnMeta(stop_reason=event.stop_reason))
         return SessionInfoUpdate(session_update="session_info_update", updated_at=_iso(time.time()), field_meta=meta)
@@ -176,6 +181,17 @@ def _tool_update(event: ToolProgress) -> ToolCallStart | ToolCallProgress:
         )
     content = {} if event.output is None else {"content": [ContentToolCallContent(type="content", content=_text(event.output))]}
     return ToolCallProgress(session_update="tool_call_update", tool_call_id=event.call_id, status=event.status, **content)
+
+
+def child_update(event: ChildProgress) -> ToolCallStart | ToolCallProgress:
+    """A child Session's progress as a tool call of the parent (one line that clients update in place)."""
+    meta = {"field_meta": CHILD.meta(ChildMeta(session_id=event.child_id, agent=event.agent, task=event.task, state=event.state))}
+    call_id = f"child-{event.child_id}"
+    if event.state == "running":
+        title = f"🧵 {event.agent}: {event.task}"
+        return ToolCallStart(session_update="tool_call", tool_call_id=call_id, title=title, kind="other", status="in_progress", **meta)
+    status: Literal["completed", "failed"] = "completed" if event.state == "done" else "failed"
+    return ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id, status=status, **meta)
 
 
 def config_options(catalog: ModelCatalog, agent: str, model: str, reasoning: str | None, runtime: str = NATIVE) -> list[SessionConfigOptionSelect]:

@@ -22,6 +22,7 @@ from ..channels.unfinished import EXPIRED, MemoryMessageLog, MessageLog, mark_ex
 from ..redaction import redact
 from .asking.pending import NOT_OPEN, ChatQuestions
 from .bindings import BindingStore
+from .child_lines import ChildLines
 from .claims import Claims
 from .command_menu import CommandMenu
 from .commands import Commands
@@ -70,10 +71,11 @@ class Bridge:
         self.gate = Gate()
         self.conversations = Conversations(follow_ups or MemoryFollowUpLog())
         claims = Claims(CommandMenu(self.background))
-        self.agent_side = Updates(self.conversations, claims, self.questions, self.offers, self.messages, self.instance_id, self.background)
+        children = ChildLines(self.background)
+        self.agent_side = Updates(self.conversations, claims, children, self.questions, self.offers, self.messages, self.instance_id, self.background)
         self.sessions = Sessions(agents, self.agent_side, bindings, routes, claims, start_timeout=start_timeout, backoff=backoff)
         self.turns = self.agent_side.turns = Turns(self.sessions, self.questions, self.messages, self.instance_id, self.background)
-        self.commands = Commands(self.sessions, self.turns, self.questions)
+        self.commands = Commands(self.sessions, self.turns, children)
         self.reopening = Reopening(self.conversations, self.sessions, self.turns, self.messages, instances)
 
     def add_channel(self, channel: Channel) -> None:

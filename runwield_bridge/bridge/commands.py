@@ -8,7 +8,7 @@ import contextlib
 
 from ..channels.bridge_commands import GREETING
 from ..channels.types import BridgeCommand, BridgeError
-from .asking.pending import ChatQuestions
+from .child_lines import ChildLines
 from .conversation import Conversation, State
 from .delivery import say
 from .follow_ups import going_next
@@ -23,10 +23,10 @@ COMMANDS_WAIT = 2.0  # how long /help waits for a just-opened session's list of 
 class Commands:
     """Runs a conversation's bridge commands (its lock held)."""
 
-    def __init__(self, sessions: Sessions, turns: Turns, questions: ChatQuestions) -> None:
+    def __init__(self, sessions: Sessions, turns: Turns, children: ChildLines) -> None:
         self.sessions = sessions
         self.turns = turns
-        self.questions = questions
+        self.children = children
 
     async def run(self, conversation: Conversation, command: BridgeCommand) -> None:
         channel, chat = conversation.channel, conversation.chat
@@ -94,5 +94,6 @@ class Commands:
                 f"Model: {model_name(conversation.model_option) or 'unknown'}",
                 f"State: {activity}",
                 f"Queue: {queue.mode}" + (f" ({len(queue)} waiting)" if queue else ""),
+                *filter(None, [self.children.status(conversation.chat, conversation.session_id)]),
             ]
         )

@@ -2,7 +2,7 @@
 
 Replaying: into the replay. Holding for a Plan: kept, and handled once it is shown. Otherwise into the running turn's
 reply, or (no turn of this bridge's runs) into a reply aside; a saved Plan or a review link holds what follows while
-its message is shown, and a question waits until then too.
+its message is shown, and a question waits until then too. A child session's progress goes to its line in any state.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
-from ..acp.extensions import ARTIFACT_REVIEW, NOTICE, PLAN_SAVED, TURN, PlanSavedMeta
+from ..acp.extensions import ARTIFACT_REVIEW, CHILD, NOTICE, PLAN_SAVED, TURN, PlanSavedMeta
 from ..channels.background import Background
 from ..channels.streaming import SHOWN
 from ..channels.types import Conversation as Chat
@@ -22,6 +22,7 @@ from ..channels.unfinished import MessageLog
 from .asking import CANCELLED, ask_permission, ask_question
 from .asking.forms import Unsupported
 from .asking.pending import ChatQuestions
+from .child_lines import ChildLines
 from .claims import Claims, SessionKey
 from .command_menu import menu_commands
 from .conversation import Conversation, Event, State
@@ -39,11 +40,12 @@ class Updates:
     """The ACP client side of every agent link (its ``ClientSink``): traffic found by session, routed by state."""
 
     def __init__(
-        self, conversations: Conversations, claims: Claims, questions: ChatQuestions, offers: Offers, messages: MessageLog, instance: str | None, background: Background
+        self, conversations: Conversations, claims: Claims, children: ChildLines, questions: ChatQuestions, offers: Offers, messages: MessageLog, instance: str | None, background: Background
     ) -> None:
         self.conversations = conversations
         self.claims = claims
         self.menu = claims.menu
+        self.children = children
         self.questions = questions
         questions.watch = self.question_changed
         self.offers = offers
@@ -60,7 +62,9 @@ class Updates:
             if kind == "available_commands_update":  # a new session's commands come before its binding is made
                 self.claims.note_early((agent, session_id), menu_commands(update))
             return
-        if conversation.state is State.REPLAYING:
+        if (child := CHILD.read(update)) is not None:  # a child session's progress: its line, whatever the state
+            self.children.show(conversation.channel, conversation.chat, session_id, child)
+        elif conversation.state is State.REPLAYING:
             assert conversation.replay is not None
             conversation.replay.add(update)
         elif conversation.state is State.HOLDING_FOR_PLAN:

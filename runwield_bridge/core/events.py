@@ -49,6 +49,19 @@ class ToolProgress:
     started: bool = False
 
 
+ChildState = Literal["running", "done", "failed", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChildProgress:
+    """A one-shot child Session this Session started: its agent, its task and how far it is (one line, edited)."""
+
+    child_id: str
+    agent: str
+    task: str
+    state: ChildState = "running"
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Context usage as measured by the runtime, and the Session's cumulative cost."""
@@ -148,5 +161,5 @@ class TurnSettled:
 
 Event = Union[
     UserMessage, MessageChunk, Thought, ToolProgress, Usage, Notice, SelectionChanged, QuestionAsked, PlanLink, ArtifactLink, PlanSaved,
-    TurnSettled,
+    TurnSettled, ChildProgress,
 ]

@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from .builtin_commands import BUILTIN_COMMANDS
 from .catalog import ModelCatalog, agent_profile
+from .children import ChildSessions, spawn_session_tool
 from .commands import Command, CommandRegistry, Invocation, parse_invocation
 from .events import Event, TurnSettled
 from .interactions import InteractionBroker, Outcome, PendingQuestion
 from .live import Emit, FormAsker, LiveSession, SessionNotFound, SessionRegistry
 from .metrics import WorkflowMetrics
+from .peers import send_session_tool
 from .recorder import TranscriptRecorder
 from .records import SessionRecord
 from .runtime import NativeOnly, Runtime, RuntimeAxis
@@ -100,7 +102,9 @@ class SessionHost:
         agent_profile(default_agent)
         self.store = store
         self.models = models
-        self.tools = tuple(tools)
+        self.children = ChildSessions(self, self._follow_up)
+        """The one-shot child Sessions each Session started (``spawn_session``), and its messages to peers."""
+        self.tools = (*tools, spawn_session_tool(self.children), send_session_tool(self.children))
         self.default_model = default_model
         self.default_agent = default_agent
         self.commands = commands or CommandRegistry(BUILTIN_COMMANDS)
@@ -252,8 +256,9 @@ class SessionHost:
         return [c for c in self.commands.commands(record.cwd) if c.advertised]
 
     async def cancel(self, session_id: str) -> None:
-        """Stop the Session's background tasks (no late result follows) and the running turn, if any; return once
-        it has settled."""
+        """Stop the Session's background tasks and children (no late result follows) and the running turn, if any;
+        return once it has settled."""
+        await self.children.cancel(session_id)
         if (live := self.registry.find(session_id)) is not None:
             if live.background is not None:
                 live.background.cancel()
@@ -274,6 +279,7 @@ class SessionHost:
     async def close(self, session_id: str) -> None:
         """Release live resources (the client's tool servers stop); stored state, archive flag included, is untouched."""
         await self.cancel(session_id)
+        self.children.forget(session_id)
         live = self.registry.remove(session_id)
         if live is not None:
             self.scheduler.drop(live)

@@ -33,6 +33,9 @@ MESSAGE_TEXT = operator.attrgetter("text")
 _REVIEW_ARTIFACT = re.compile(r"\breview the file\s+([\w./-]+)(?:\s+asking\s+(.+))?", re.IGNORECASE | re.DOTALL)
 _READ = re.compile(r"\bread\s+(\S+)", re.IGNORECASE)
 _MAKE_A_PLAN = re.compile(r"\bmake a plan\b(?:\s+(?:to|for|about)\b)?[\s:,-]*(.*)", re.IGNORECASE | re.DOTALL)
+_DELEGATE = re.compile(r"\bdelegate to\s+([\w.-]+)(?:\s+again in\s+([\w-]+))?:\s*(.+)", re.IGNORECASE | re.DOTALL)
+_TELL = re.compile(r"\btell session\s+([\w-]+):\s*(.+)", re.IGNORECASE | re.DOTALL)
+_CHILD_RESULT = re.compile(r"^The child session \S+ on (\S+) (finished|failed): (.*)", re.DOTALL)
 _INTERVIEW = re.compile(r"\binterview\b", re.IGNORECASE)
 _REVISE_PLAN = re.compile(r"\brevise plan\b.*?\(plan_id (plan_\w+)\).*?feedback\b[^\n]*:\n(.+)", re.IGNORECASE | re.DOTALL)
 _RUN = re.compile(r"\brun\s+`([^`]+)`", re.IGNORECASE)
@@ -108,6 +111,11 @@ def scripted_plan(prompt: str) -> dict[str, str]:
 
 def _tool_call_for(prompt: str, position: int) -> ToolCallRequest | None:
     lowered = prompt.lower()
+    if match := _DELEGATE.search(prompt):
+        resume = {"resume_session_id": match.group(2)} if match.group(2) else {}
+        return ToolCallRequest(f"call-{position}", "spawn_session", {"agent": match.group(1), "task": match.group(3).strip(), **resume})
+    if match := _TELL.search(prompt):
+        return ToolCallRequest(f"call-{position}", "send_session", {"session_id": match.group(1), "text": match.group(2).strip()})
     if _INTERVIEW.search(prompt):
         return ToolCallRequest(f"call-{position}", "user_interview", {"questions": INTERVIEW_QUESTIONS})
     if match := _REVIEW_ARTIFACT.search(prompt):
@@ -143,6 +151,8 @@ def _reply(prompt: str, last: ChatMessage, messages: tuple[ChatMessage, ...]) ->
     if last.role == "tool":
         lines = [line for line in last.text.splitlines() if line]
         return f"The tool returned {len(lines)} lines:\n{last.text}"
+    if match := _CHILD_RESULT.match(prompt):
+        return f"{match.group(1)} {match.group(2)} the task I handed over. It says: {match.group(3)}"
     return f"You said: {prompt}"
 
 

@@ -61,7 +61,7 @@ class AcpRuntime:
             turn = ExternalTurn(request, agent)
             agent.turns[agent_session] = turn
             try:
-                news = self.ledger.news(agent_session, context)
+                news = None if await self.choices.is_child(request.session.id) else self.ledger.news(agent_session, context)
                 first = [text_block(context_prefix(context) if fresh else news)] if news else []
                 await turn.prompt(conn, agent_session, [*first, text_block(request.prompt)])
                 self.ledger.after_turn(agent_session, context, None)

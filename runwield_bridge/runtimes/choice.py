@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..core.children import PARENT
 from ..core.runtime import EXTERNAL as PREFIX
 from ..core.runtime import NATIVE
 from ..core.store.bridge import BridgeStateRepository
@@ -36,3 +37,7 @@ class RuntimeChoices:
 
     async def keep_agent_session(self, session_id: str, agent: str, agent_session: str, cwd: str) -> None:
         await self.bindings.set_binding(BINDING.format(session_id=session_id), agent, agent_session, cwd)
+
+    async def is_child(self, session_id: str) -> bool:
+        """The Session is a one-shot child (``spawn_session``): its agent is given the task alone, no RunWield context."""
+        return await self.bindings.get_binding(PARENT.format(session_id=session_id)) is not None

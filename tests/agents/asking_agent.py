@@ -10,6 +10,8 @@ What a prompt contains decides what it does:
   "malformed"   sends an elicitation/create the schema rejects, then says the action
   "terminal"    calls terminal/create, terminal/output, terminal/wait_for_exit, terminal/kill,
                 terminal/release, fs/read_text_file and fs/write_text_file, then says what each answered
+  "hold"        waits (unless cancelled) until the file `release` beside $AGENT_LOG exists, then says
+                "released: <its text>"
   "slow"        streams a chunk every 0.1 s for 5 s unless cancelled
   "crash"       exits at once with code 3
   "hangup"      closes its stdout (the connection) and lingers 30 s before it exits, as a wrapper of a crashed agent may
@@ -130,6 +132,8 @@ class AskingAgent:
             os.close(1)
             time.sleep(30)
             os._exit(3)
+        if "hold" in words:
+            return await self.hold(session_id, text)
         if "slow" in words:
             return await self.slow(session_id)
         if images:
@@ -157,6 +161,18 @@ class AskingAgent:
             reply = await self.try_client_methods(session_id)
         else:
             reply = f"echo: {text}"
+        await self.say(session_id, reply)
+        self.sessions[session_id].append([text, reply])
+        self.save()
+        return PromptResponse(stop_reason="end_turn")
+
+    async def hold(self, session_id: str, text: str) -> PromptResponse:
+        release = Path(LOG or "agent.log").with_name("release")
+        while not release.exists():
+            if self.cancelled[session_id].is_set():
+                return PromptResponse(stop_reason="cancelled")
+            await asyncio.sleep(0.05)
+        reply = f"released: {release.read_text()}"
         await self.say(session_id, reply)
         self.sessions[session_id].append([text, reply])
         self.save()

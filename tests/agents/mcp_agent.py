@@ -4,6 +4,8 @@
   "interview"  calls user_interview ("Which colour?", red or blue) on the server offering it and says the result
   "plan"       calls write_plan ("A greeting file") on the server offering it and says the result
   "review"     calls request_artifact_review (notes.md, "Are the notes right?") on the server offering it and says the result
+  "spawn"      calls spawn_session (agent runwield, "say hi from the child") on the server offering it and says the result
+  "The child session ..." (a child's result turn) says "heard: <the prompt>"
   "stream"     sends a thought, a plan, usage (with a cost) and then says "done"
   anything else says which of its sessions it is in ("session <id>")
 It offers session/resume (not session/load): resuming takes the id and the MCP servers it is given.
@@ -65,7 +67,13 @@ class McpAgent:
     async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> PromptResponse:
         text = [block.text for block in prompt if block.type == "text"][-1]
         servers = self.servers[session_id]
-        if "stream" in text:
+        if text.startswith("The child session"):
+            reply = f"heard: {text}"
+        elif "spawn" in text:
+            task = {"agent": "runwield", "task": "say hi from the child"}
+            result = await with_server(servers[0], lambda s: s.call_tool("spawn_session", task))
+            reply = "spawn: " + "".join(c.text for c in result.content if c.type == "text")
+        elif "stream" in text:
             await self.conn.session_update(session_id, update_agent_thought(text_block("thinking it over")))
             await self.conn.session_update(session_id, update_plan([plan_entry("read the code", status="completed"), plan_entry("fix the bug")]))
             usage = UsageUpdate(session_update="usage_update", used=1200, size=200000, cost=Cost(amount=0.25, currency="USD"))
