@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
@@ -31,10 +32,66 @@ def redact(text: str) -> str:
     return text
 
 
-def keep_secret(value: str) -> None:
-    """Redact ``value`` (and its URL-encoded form) from now on."""
-    if len(value) >= MIN_SECRET_LENGTH:
+def keep_secret(value: str, shortest: int = MIN_SECRET_LENGTH) -> None:
+    """Redact ``value`` (and its URL-encoded form) from now on, if it has at least ``shortest`` characters."""
+    if len(value) >= shortest:
         _known.update({value, quote(value, safe="")})
+
+
+MAX_HELD = 10_000
+"""Log records held back at most while a secret answer is awaited; older ones are dropped beyond that."""
+
+
+class LogHold:
+    """Log records held back while a secret answer is awaited (it is not known yet, so it cannot be redacted yet: a
+    platform library logs the update carrying it before the bridge reads it); written, redacted, once none is awaited."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holders = 0
+        self._held: list[tuple[logging.Handler, logging.LogRecord]] = []
+        self._dropped = 0
+
+    def hold(self) -> None:
+        with self._lock:
+            self._holders += 1
+
+    def release(self) -> None:
+        """One awaited answer is in (kept with ``keep_secret`` first) or given up; the last release writes what was held."""
+        with self._lock:
+            self._holders -= 1
+            if self._holders:
+                return
+            held, self._held, dropped, self._dropped = self._held, [], self._dropped, 0
+        for handler, record in held:
+            handler.handle(record)
+        if dropped:
+            logging.getLogger(__name__).warning("%d log records were dropped while a secret answer was awaited", dropped)
+
+    def keeps(self, handler: logging.Handler, record: logging.LogRecord) -> bool:
+        """Take the record for later if answers are awaited; False if it is to be written now."""
+        with self._lock:
+            if not self._holders:
+                return False
+            self._held.append((handler, record))
+            if len(self._held) > MAX_HELD:
+                self._held.pop(0)
+                self._dropped += 1
+            return True
+
+
+HOLD = LogHold()
+
+
+class HoldingFilter(logging.Filter):
+    """Passes a handler's records to ``HOLD`` while a secret answer is awaited."""
+
+    def __init__(self, handler: logging.Handler) -> None:
+        super().__init__()
+        self.handler = handler
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not HOLD.keeps(self.handler, record)
 
 
 def secrets_in(config: Any, key: str = "") -> Iterable[str]:
@@ -75,5 +132,7 @@ def install(config: Mapping[str, Any], handlers: Iterable[logging.Handler]) -> N
     for handler in handlers:
         if not isinstance(handler.formatter, RedactingFormatter):
             handler.setFormatter(RedactingFormatter(handler.formatter))
+        if not any(isinstance(f, HoldingFilter) for f in handler.filters):
+            handler.addFilter(HoldingFilter(handler))
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(max(logging.INFO, logging.getLogger(name).getEffectiveLevel()))

@@ -185,7 +185,7 @@ async def test_more_than_four_options_are_a_numbered_menu_where_buttons_exist() 
     assert await result == {"action": "accept", "content": {"answer": "Zig"}}
 
 
-async def test_a_form_with_unrelated_optional_fields_is_still_asked_field_by_field() -> None:
+async def test_a_form_with_unrelated_optional_fields_is_asked_as_a_form_not_as_a_choice_with_other() -> None:
     chat = Chat()
     form = schema(
         {
@@ -197,8 +197,8 @@ async def test_a_form_with_unrelated_optional_fields_is_still_asked_field_by_fie
     result = chat.ask_form(form, "Your order")
     await chat.asked("1/3. pick")
     assert chat.type("2") is None
-    await chat.asked("2/3. Note (optional; reply - to skip)")
-    assert chat.type("-") is None
-    await chat.asked("3/3. Cups")
+    said, _ = await chat.asked("2/3. Note (optional; reply - to skip)")
+    assert "3/3. Cups" in said, "the two text fields are one message"
+    assert chat.type("-") == "Noted. Next: 3. Cups"
     assert chat.type("2") is None
     assert await result == {"action": "accept", "content": {"pick": "coffee", "cups": 2}}

@@ -9,7 +9,7 @@ from acp.schema import ElicitationSchema
 
 from runwield_bridge.channels.types import ButtonPress, Capabilities, Conversation, Sender
 from runwield_bridge.bridge.asking.pending import Answer, ChatOutcome, ChatQuestion, ChatQuestions, InvalidAnswer
-from runwield_bridge.bridge.asking.forms import Unsupported, form_fields, parse_request, parse_value, run_form, single_choice
+from runwield_bridge.bridge.asking.forms import Unsupported, form_fields, parse_request, parse_value, run_form, secret_names, single_choice
 from tests.bridge_kit import RecordingChannel
 
 HERE = Conversation("memory", "1")
@@ -124,3 +124,68 @@ async def test_each_question_has_one_visible_way_to_say_no(choices: list[str], b
     assert hint in text
     interactions.cancel(HERE)
     await result
+
+
+def test_a_string_field_is_secret_when_write_only_meta_secret_or_a_password() -> None:
+    properties = {
+        "a": {"type": "string", "writeOnly": True},
+        "b": {"type": "string", "_meta": {"secret": True}},
+        "c": {"type": "string", "format": "password"},
+        "d": {"type": "string"},
+        "e": {"type": "integer", "writeOnly": True},
+    }
+    params = {"mode": "form", "requestedSchema": {"type": "object", "properties": properties}}
+    assert secret_names(params) == {"a", "b", "c"}
+    fields = form_fields(schema({name: {k: v for k, v in p.items() if k != "writeOnly"} for name, p in properties.items()}), secret_names(params))
+    assert [f.name for f in fields if f.secret] == ["a", "b", "c"]
+    assert secret_names({"mode": "form", "requestedSchema": "nope"}) == set()
+
+
+async def test_three_fields_are_one_message_answered_one_per_line_or_one_message_each() -> None:
+    channel = RecordingChannel(Capabilities(max_message_length=1000))
+    interactions = ChatQuestions()
+
+    async def ask(question: ChatQuestion, timeout: float) -> Answer:
+        return await interactions.ask(channel, HERE, question, timeout)
+
+    form = schema({"name": {"type": "string"}, "age": {"type": "integer"}, "note": {"type": "string"}, "city": {"type": "string"}}, ["name", "age"])
+    result = asyncio.create_task(run_form("Tell me", form, ask, 5))
+    first = await channel.wait_for("1/4. name")
+    assert "2/4. age" in first and "3/4. note (optional; reply - to skip)" in first and "4/4" not in first
+    assert interactions.offer_text(HERE, "Bo\n7\n-\nRome", ME) == "That is 4 answers, and 3 are still open: one per line, please. (Or send /cancel.)"
+    assert interactions.offer_text(HERE, "Bo\nseven", ME) == "2. age: Please reply with a whole number. Nothing in that message was taken. (Or send /cancel.)"
+    assert interactions.offer_text(HERE, "Bo", ME) == "Noted. Next: 2. age"
+    assert interactions.offer_text(HERE, "7\n-", ME) is None
+    await channel.wait_for("4/4. city")
+    assert interactions.offer_text(HERE, "Rome", ME) is None
+    assert await result == {"action": "accept", "content": {"name": "Bo", "age": 7, "city": "Rome"}}
+    assert "→ Bo; 7; (skipped) (by me)" in channel.texts()[0]
+
+
+async def test_cancel_typed_to_a_choice_without_such_an_option_cancels_the_form() -> None:
+    channel = RecordingChannel(Capabilities(max_message_length=1000, buttons=False))
+    interactions = ChatQuestions()
+    form = schema({"size": {"type": "string", "enum": ["S", "M", "L"]}, "note": {"type": "string"}}, ["size"])
+    result = asyncio.create_task(run_form("Order", form, lambda q, t: interactions.ask(channel, HERE, q, t), 5))
+    await channel.wait_for("1/2. size")
+    assert "ambiguous" not in (interactions.offer_text(HERE, "s", ME) or "")
+    await channel.wait_for("2/2. note")
+    interactions.cancel(HERE)
+    assert await result == {"action": "cancel"}
+    again = asyncio.create_task(run_form("Order", form, lambda q, t: interactions.ask(channel, HERE, q, t), 5))
+    await channel.wait_for("Order")
+    assert interactions.offer_text(HERE, "cancel", ME) is None
+    assert await again == {"action": "cancel"}
+
+
+async def test_where_the_chat_cannot_delete_a_secret_reply_the_warning_says_so_and_the_answer_is_never_shown() -> None:
+    channel = RecordingChannel(Capabilities(max_message_length=1000, buttons=False))  # like the terminal: no delete
+    interactions = ChatQuestions()
+    form = schema({"token": {"type": "string", "format": "password", "minLength": 8}}, ["token"])
+    result = asyncio.create_task(run_form("Token?", form, lambda q, t: interactions.ask(channel, HERE, q, t), 5, frozenset({"token"})))
+    asked = await channel.wait_for("Token?")
+    assert "🔒 This answer is sent to the agent and not kept. This chat cannot delete messages: clear your reply yourself." in asked
+    assert interactions.offer_text(HERE, "short", ME) == "Please write at least 8 characters. (Or send /cancel.)"
+    assert interactions.offer_text(HERE, "s3cret-value", ME) is None
+    assert await result == {"action": "accept", "content": {"token": "s3cret-value"}}
+    assert "→ 🔒 sent (by me)" in channel.texts()[-1] and not [t for t in channel.texts() if "s3cret" in t or "short" in t]

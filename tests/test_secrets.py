@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 from acp_session import say, text_since, wld_session
 from test_acp_plans import review_link
 
-from runwield_bridge.redaction import REDACTED, RedactingFormatter, install, redact
+from runwield_bridge.redaction import HOLD, REDACTED, RedactingFormatter, install, keep_secret, redact
 from tests.bridge_kit import OWNER, bridge_world, telegram_section
 from tests.fakes.discord_api import DiscordFake
 from tests.fakes.openai_api import OpenAIFake
@@ -160,3 +161,20 @@ async def test_the_webhook_secret_telegram_channel_makes_up_is_not_logged_at_deb
 def test_a_code_review_link_is_redacted_like_a_plan_review_link() -> None:
     install({}, [])
     assert redact("open https://w.example/code-review/AbCdEfGhIjKlMnOpQrStUv now") == f"open https://w.example/code-review/{REDACTED} now"
+
+
+def test_log_lines_wait_while_a_secret_answer_is_awaited_and_come_out_without_it() -> None:
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    install({}, [handler])
+    logger = logging.getLogger("tests.secret_hold")
+    logger.addHandler(handler)
+    try:
+        HOLD.hold()
+        logger.warning("update %s", {"text": "tok-3f9a-answer"})  # a library logs the update before the bridge reads it
+        assert out.getvalue() == "", "nothing is written while the answer is awaited"
+        keep_secret("tok-3f9a-answer")  # the bridge read it
+        HOLD.release()
+    finally:
+        logger.removeHandler(handler)
+    assert out.getvalue() == f"update {{'text': '{REDACTED}'}}\n"

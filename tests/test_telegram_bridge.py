@@ -128,11 +128,12 @@ async def test_a_form_becomes_an_inline_keyboard_and_only_an_allowed_click_answe
         assert "→ green" in settled["text"] and "reply_markup" not in settled
 
 
-async def test_a_longer_form_is_asked_field_by_field_and_takes_the_next_messages(tmp_path: Path) -> None:
+async def test_a_longer_form_is_one_message_whose_fields_take_the_next_messages(tmp_path: Path) -> None:
     async with bridge_world(tmp_path=tmp_path, **with_asker(tmp_path)) as world:
-        await world.exchange(OWNER, OWNER, "a survey please", "1/2. Your name")
+        asked = await world.exchange(OWNER, OWNER, "a survey please", "1/2. Your name")
+        assert "2/2. Age" in asked["text"]
         await world.exchange(OWNER, OWNER, "A", "at least 2 characters")
-        await world.exchange(OWNER, OWNER, "Ann", "2/2. Age")
+        await world.exchange(OWNER, OWNER, "Ann", "Noted. Next: 2. Age")
         await world.exchange(OWNER, OWNER, "forty", "whole number")
         await world.exchange(OWNER, OWNER, "41", 'form: accept {"age": 41, "name": "Ann"}')
         assert len(agent_calls(tmp_path, "session/prompt")) == 1, "answers went to the form, not to the agent"
@@ -207,9 +208,9 @@ async def test_a_typed_answer_counts_only_in_the_topic_that_owns_the_question(tm
         await world.reply_containing(group, "echo: Bob")
         await world.send(OWNER, OWNER, "Carol")
         await world.reply_containing(OWNER, "echo: Carol")
-        assert not any("2/2. Age" in text for text in world.texts(group)), "neither answered the question in topic 77"
+        assert not any("Next: 2. Age" in text for text in world.texts(group)), "neither answered the question in topic 77"
         await world.send(group, STRANGER, "Ann", message_thread_id=77)
-        await world.reply_containing(group, "2/2. Age")
+        await world.reply_containing(group, "Noted. Next: 2. Age")
 
 
 async def test_a_session_resumed_in_another_chat_still_asks_the_chat_whose_turn_it_is(tmp_path: Path) -> None:
@@ -348,7 +349,7 @@ async def test_url_requests_show_the_literal_url_and_malformed_ones_are_declined
     async with bridge_world(tmp_path=tmp_path, **with_asker(tmp_path)) as world:
         await world.send(OWNER, OWNER, "visit the page")
         message_id, buttons = await world.keyboard(OWNER, "https://auth.example.com/login?state=xyz")
-        assert [b["text"] for b in buttons] == ["Continue", "Cancel"]
+        assert [b["text"] for b in buttons] == ["Continue", "Decline"]
         sent = [c for c in world.fake.calls_to("sendMessage") if "auth.example.com" in c["text"]][0]
         assert sent["link_preview_options"] == {"is_disabled": True}, "not even Telegram fetches it"
         await world.press(OWNER, OWNER, buttons[0]["callback_data"], message_id)

@@ -129,7 +129,7 @@ class Bridge:
         """A message while a question is open is its answer (or is told why it is not one)."""
         if message.images:
             await say(conversation.channel, conversation.chat, "An attachment does not answer the question above; reply with text, or send /cancel.")
-        elif correction := self.questions.offer_text(conversation.chat, message.text, message.sender):
+        elif correction := self.questions.offer_text(conversation.chat, message.text, message.sender, message.message_id):
             await say(conversation.channel, conversation.chat, correction)
 
     def receive_press(self, channel: Channel, press: ButtonPress) -> str:

@@ -86,7 +86,9 @@ class Channel(Protocol):
         timeouts, the platform's 5xx and rate limits): the supervisor restarts it with backoff. Raise
         ``CredentialsRejected`` or ``ChannelMisconfigured`` for the platform's final refusal: the channel stops.
         A channel with credentials may also offer ``async verify()``, the same check ``run`` starts with, which
-        ``wld doctor`` calls."""
+        ``wld doctor`` calls. A channel that can delete a person's message offers ``async delete(message: MessageRef)``
+        (raising ``CannotDelete`` where the platform refuses): the reply to a secret question is deleted with it. One whose
+        platform never lets a bot delete a person's message says why in ``keeps_replies`` instead."""
 
     async def send(self, conversation: Conversation, text: str, buttons: Sequence[Button] = ()) -> MessageRef:
         """Send a message (raises RateLimited)."""

@@ -153,6 +153,10 @@ class RateLimited(Exception):
         self.retry_after = retry_after
 
 
+class CannotDelete(Exception):
+    """The platform does not let the bot delete that message; the message says so in words for the chat."""
+
+
 class Unavailable(Exception):
     """The far side could not be reached or failed on its side (network, timeout, server error, rate limit): worth retrying."""
 

@@ -6,7 +6,12 @@ What a prompt contains decides what it does:
   "choose"      asks a single-choice form (three options), then says the answer
   "survey"      asks a two-field form (text and integer), then says the answers
   "drink"       asks a single choice with Other and an optional text field for it, then says the answers
-  "visit"       asks a URL elicitation, then says the action
+  "details"     asks a three-field form (text, integer, text), then says the answers
+  "toppings"    asks a multi-select of four (at least one), then says the answers
+  "visit"       asks a URL elicitation (a javascript: or file: one if the prompt says "javascript" or "file"), then
+                says the action
+  "token"       asks a form with one secret field (writeOnly, or "format": "password" if the prompt says "password"),
+                logs the answer it got as a "secret" call, and says only how long it was
   "malformed"   sends an elicitation/create the schema rejects, then says the action
   "terminal"    calls terminal/create, terminal/output, terminal/wait_for_exit, terminal/kill,
                 terminal/release, fs/read_text_file and fs/write_text_file, then says what each answered
@@ -149,11 +154,29 @@ class AskingAgent:
         elif "drink" in words:
             schema = {"drink": {"type": "string", "enum": ["Tea", "Coffee", "Other"]}, "note": {"type": "string", "title": "Something else"}}
             reply = await self.elicit(session_id, "Tea or coffee?", schema, ["drink"])
+        elif "details" in words:
+            schema = {
+                "name": {"type": "string", "title": "Your name", "minLength": 2},
+                "age": {"type": "integer", "title": "Age", "minimum": 0},
+                "city": {"type": "string", "title": "City"},
+            }
+            reply = await self.elicit(session_id, "A few details", schema, ["name", "age", "city"])
+        elif "toppings" in words:
+            items = {"anyOf": [{"const": c.lower(), "title": c} for c in ("Cheese", "Olives", "Basil", "Ham")]}
+            schema = {"toppings": {"type": "array", "title": "Toppings", "items": items, "minItems": 1}}
+            reply = await self.elicit(session_id, "Which toppings?", schema, ["toppings"])
         elif "visit" in words:
-            response = await self.raw_elicit(
-                {"sessionId": session_id, "mode": "url", "elicitationId": "e1", "message": "Sign in to continue", "url": "https://auth.example.com/login?state=xyz"}
-            )
+            url = {"javascript": "javascript:alert(document.cookie)", "file": "file:///etc/passwd"}
+            link = next((url[word] for word in words if word in url), "https://auth.example.com/login?state=xyz")
+            response = await self.raw_elicit({"sessionId": session_id, "mode": "url", "elicitationId": "e1", "message": "Sign in to continue", "url": link})
             reply = f"url: {response.get('action')}"
+        elif "token" in words:
+            marked = {"format": "password"} if "password" in words else {"writeOnly": True}
+            schema = {"type": "object", "properties": {"token": {"type": "string", "title": "API token", **marked}}, "required": ["token"]}
+            response = await self.raw_elicit({"sessionId": session_id, "mode": "form", "message": "Your API token, please", "requestedSchema": schema})
+            secret = (response.get("content") or {}).get("token")
+            log("secret", value=secret)
+            reply = f"token: {response.get('action')}, {len(secret or '')} characters"
         elif "malformed" in words:
             response = await self.raw_elicit({"sessionId": session_id, "mode": "form", "message": "Broken", "requestedSchema": "not a schema"})
             reply = f"malformed: {response.get('action')}"

@@ -140,6 +140,8 @@ class DiscordFake(FakeServer):
         self.global_commands: list[dict[str, Any]] = []
         self.guild_commands: dict[int, list[dict[str, Any]]] = {}
         self.reactions: list[dict[str, Any]] = []
+        self.manage_messages = True
+        """Whether the bot has Manage Messages in the guilds, so it may delete people's messages there (never in a DM)."""
         self.sessions: list[GatewaySession] = []
         self._saved_urls: tuple[str, yarl.URL] | None = None
         self._identified: dict[str, int] = {}
@@ -818,6 +820,11 @@ class DiscordFake(FakeServer):
         message = self._find_message(request)
         if message is None:
             return self._error_response(404, "Unknown Message", code=10008)
+        if message["author"]["id"] != str(self.bot_id):  # someone else's message, as Discord decides it
+            if self.channels.get(int(message["channel_id"]), {}).get("type") == CHANNEL_DM:
+                return self._error_response(403, "Cannot execute action on a DM channel", code=50003)
+            if not self.manage_messages:
+                return self._error_response(403, "Missing Permissions", code=50013)
         del self.messages[int(message["id"])]
         return web.Response(status=204)
 

@@ -482,8 +482,12 @@ class SlackFake(FakeServer):
 
     def _api_chat_delete(self, params: dict[str, Any]) -> web.StreamResponse:
         channel, ts = str(params.get("channel")), str(params.get("ts"))
-        if self.messages.pop((channel, ts), None) is None:
+        message = self.messages.get((channel, ts))
+        if message is None:
             return _fail("message_not_found")
+        if message.get("bot_id") != self.bot_id:  # a bot token deletes only the bot's own messages
+            return _fail("cant_delete_message")
+        del self.messages[(channel, ts)]
         return _ok(channel=channel, ts=ts)
 
     def _api_reactions_add(self, params: dict[str, Any]) -> web.StreamResponse:

@@ -9,7 +9,7 @@ from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpda
 from ...channels.contract import Channel
 from ...channels.types import Conversation
 from .pending import Answer, ChatOutcome, ChatQuestion, ChatQuestions
-from .forms import parse_request, run_form, run_url
+from .forms import parse_request, run_form, run_url, secret_names
 
 CANCELLED = RequestPermissionResponse.model_validate({"outcome": {"outcome": "cancelled"}})
 
@@ -43,4 +43,4 @@ async def ask_question(interactions: ChatQuestions, channel: Channel, conversati
     timeout = channel.settings.question_timeout
     if request.mode == "url":
         return await run_url(request.message, str(params["url"]), ask, timeout)
-    return await run_form(request.message, request.requested_schema, ask, timeout)
+    return await run_form(request.message, request.requested_schema, ask, timeout, secret_names(params))

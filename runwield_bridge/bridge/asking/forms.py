@@ -3,9 +3,11 @@
 A single choice of two to four options becomes buttons. A choice with Other (``acp.other_choice``:
 a single-select with an Other option and an optional text field for it) is one question: buttons for
 two to four options and Other, else a numbered menu; a listed option answers at once, Other asks
-once for its text, and other typed text is the Other answer. Any other form is asked one field at a
-time as a numbered text prompt, each field taking the next message. A URL request shows the
-literal URL with Continue and Cancel. Anything malformed or unsupported is explained and declined.
+once for its text, and other typed text is the Other answer. Any other form is asked in messages of
+up to three fields (``batches``); a single or multi select of up to four choices, and a secret field,
+each get a message of their own: buttons (a multi-select's toggle, with Done), or the secret's warning.
+A URL request shows the literal ``http``/``https`` URL with Continue and Decline; any other scheme is
+declined. Anything malformed or unsupported is explained and declined.
 
 Each question has one visible way to say no: its own option that does (``Cancel``, ``Not now``), else a
 Cancel button (it declines), else, where there are no buttons, ``/cancel``.
@@ -37,14 +39,16 @@ from acp.schema import (
 )
 from pydantic import TypeAdapter, ValidationError
 
-from ...acp.other_choice import ChoiceWithOther, NotAnAnswer, other_prompt, read_choice, recognise
-from .pending import Answer, ChatOutcome, ChatQuestion, InvalidAnswer
+from ...acp.other_choice import ChoiceWithOther, NotAnAnswer, match_option, other_prompt, read_choice, recognise
+from .batches import HINT, Batch, groups
+from .pending import Answer, ChatOutcome, ChatQuestion, InvalidAnswer, Withdrawn
 
 Kind = Literal["text", "number", "integer", "boolean", "choice", "multi"]
 Ask = Callable[[ChatQuestion, float], Awaitable[Answer]]
 SKIP = "-"
 MAX_BUTTONS = 4
 DISMISS = "Cancel"
+URL_SCHEMES = ("http", "https")
 DISMISSING = ("cancel", "not now", "later", "decline")
 """Labels of options that already say no: a question offering one gets no Cancel button of its own."""
 
@@ -71,6 +75,19 @@ class Field:
     description: str = ""
     choices: tuple[tuple[Any, str], ...] = ()  # (value, label)
     rules: Any = None  # the property schema, for bounds, lengths, patterns and formats
+    secret: bool = False
+
+    @property
+    def buttons(self) -> bool:
+        """Whether the field is asked with buttons: a single or multi select of up to four choices."""
+        if self.kind == "multi":
+            return 1 <= len(self.choices) <= MAX_BUTTONS
+        return self.kind in ("choice", "boolean") and 2 <= len(self.choices) <= MAX_BUTTONS
+
+    @property
+    def alone(self) -> bool:
+        """Whether the field needs a message of its own: its buttons, or a secret's warning and deletion."""
+        return self.secret or self.buttons
 
 
 def parse_request(params: Any) -> Any:
@@ -85,7 +102,22 @@ def parse_request(params: Any) -> Any:
         raise Unsupported(f"the request is malformed ({problems})") from None
 
 
-def form_fields(schema: ElicitationSchema) -> list[Field]:
+def secret_names(params: Any) -> frozenset[str]:
+    """The string fields of a raw form request marked secret: ``"writeOnly": true``, ``_meta`` ``{"secret": true}``, or
+    ``"format": "password"`` (which SDK-built agents send though the official schema does not list it)."""
+    schema = params.get("requestedSchema") if isinstance(params, dict) else None
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        return frozenset()
+    return frozenset(
+        name
+        for name, prop in properties.items()
+        if isinstance(prop, dict) and prop.get("type") == "string"
+        and (prop.get("writeOnly") is True or (prop.get("_meta") or {}).get("secret") is True or prop.get("format") == "password")
+    )  # fmt: skip
+
+
+def form_fields(schema: ElicitationSchema, secrets: frozenset[str] = frozenset()) -> list[Field]:
     """The fields of a form schema, in order; raises Unsupported for what a chat cannot ask."""
     if schema.type not in (None, "object"):
         raise Unsupported(f"the form schema has type {schema.type!r}, not 'object'")
@@ -93,7 +125,8 @@ def form_fields(schema: ElicitationSchema) -> list[Field]:
     required = set(schema.required or ())
     if unknown := required - set(properties):
         raise Unsupported(f"required field(s) {', '.join(sorted(unknown))} are not defined")
-    return [_field(name, prop, name in required) for name, prop in properties.items()]
+    fields = [_field(name, prop, name in required) for name, prop in properties.items()]
+    return [replace(f, secret=True) if f.name in secrets and f.kind == "text" else f for f in fields]
 
 
 def _field(name: str, prop: Any, required: bool) -> Field:
@@ -149,15 +182,26 @@ def parse_value(field: Field, text: str) -> Any:
     return _text(field, answer)
 
 
+@dataclass(frozen=True, slots=True)
+class _Choice:
+    value: str
+    label: str
+
+
 def _pick(field: Field, answer: str) -> int:
+    """The reply rules of a select: a number in range, or a unique exact label or value (any case); ``cancel``
+    cancels where no option is called that (raises Withdrawn); anything else raises InvalidAnswer."""
     labels = [label for _, label in field.choices]
-    if answer.isdigit() and 1 <= int(answer) <= len(labels):
-        return int(answer) - 1
-    for index, (value, label) in enumerate(field.choices):
-        if answer.casefold() in (label.casefold(), str(value).casefold()):
-            return index
+    try:
+        index = match_option([_Choice(str(value), label) for value, label in field.choices], answer)
+    except NotAnAnswer as exc:
+        raise InvalidAnswer(f"That is ambiguous: {exc}.") from None
+    if index is not None:
+        return index
     if field.kind == "boolean" and answer.casefold() in ("y", "n", "true", "false"):
         return 0 if answer.casefold() in ("y", "true") else 1
+    if answer.casefold() == "cancel":
+        raise Withdrawn(answer)
     raise InvalidAnswer(f"Please reply with a number from 1 to {len(labels)}.")
 
 
@@ -234,11 +278,34 @@ def field_question(message: str, field: Field, number: int, total: int) -> ChatQ
     return ChatQuestion(
         "\n".join(lines),
         options=options,
-        options_as_buttons=False,
+        options_as_buttons=field.buttons,
         parse=lambda text: parse_value(field, text),
         label_of=lambda value: _shown(field, value),
         decline=dismiss(options),
         hint=hint,
+        pressed_hint=("Press the choices you want, then Done." if field.kind == "multi" else "") if field.buttons else None,
+        multi=field.kind == "multi",
+        secret=field.secret,
+    )
+
+
+def batch_question(message: str, batch: Batch, total: int) -> ChatQuestion:
+    """The prompt for several fields at once: a numbered block (choices listed with their numbers) and how to answer."""
+    lines = [f"❓ {message}" if batch.first == 1 else f"❓ {message} (continued)", ""]
+    for number, field in enumerate(batch.fields, batch.first):
+        optional = f" (optional; reply {SKIP} to skip)" if not field.required else ""
+        lines.append(f"{number}/{total}. {field.title}{optional}")
+        if field.description:
+            lines.append(f"   {field.description}")
+        if field.choices:
+            several = "numbers separated by commas" if field.kind == "multi" else "a number"
+            lines.append(f"   ({several}: " + " · ".join(f"{i} {label}" for i, (_, label) in enumerate(field.choices, 1)) + ")")
+    return ChatQuestion(
+        "\n".join(lines),
+        parse=batch.take,
+        label_of=batch.label,
+        decline=DISMISS,
+        hint=HINT,
     )
 
 
@@ -296,10 +363,10 @@ async def run_choice_with_other(message: str, form: ChoiceWithOther, text: Field
     return {"action": "accept", "content": form.content(picked)}
 
 
-async def run_form(message: str, schema: ElicitationSchema, ask: Ask, timeout: float) -> dict[str, Any]:
+async def run_form(message: str, schema: ElicitationSchema, ask: Ask, timeout: float, secrets: frozenset[str] = frozenset()) -> dict[str, Any]:
     """Ask for a form and return the elicitation response (accept with content, decline, or cancel)."""
-    fields = form_fields(schema)
-    if (with_other := recognise(schema)) is not None:
+    fields = form_fields(schema, secrets)
+    if (with_other := recognise(schema)) is not None and not any(field.secret for field in fields):
         [text] = [field for field in fields if field.name == with_other.text]
         return await run_choice_with_other(message, with_other, text, ask, timeout)
     deadline = time.monotonic() + timeout
@@ -314,19 +381,31 @@ async def run_form(message: str, schema: ElicitationSchema, ask: Ask, timeout: f
         answer = await ask(ChatQuestion(f"❓ {message}", options=("OK",), decline=DISMISS), timeout)
         return {"action": "accept", "content": {}} if answer.outcome is ChatOutcome.ANSWERED else _unanswered(answer)
     content: dict[str, Any] = {}
-    for number, field in enumerate(fields, 1):
-        answer = await ask(field_question(message, field, number, len(fields)), max(deadline - time.monotonic(), 0.001))
+    first = 1
+    for group in groups(fields, lambda field: field.alone):
+        if len(group) == 1:
+            [field] = group
+            question = field_question(message, field, first, len(fields))
+        else:
+            question = batch_question(message, Batch(group, first, parse_value, _shown), len(fields))
+        answer = await ask(question, max(deadline - time.monotonic(), 0.001))
         if answer.outcome is not ChatOutcome.ANSWERED:
             return _unanswered(answer)
-        if answer.value != SKIP:
-            content[field.name] = answer.value
+        values = answer.value if len(group) > 1 else {group[0].name: answer.value}
+        content.update({name: value for name, value in values.items() if value != SKIP})
+        first += len(group)
     return {"action": "accept", "content": content}
 
 
 async def run_url(message: str, url: str, ask: Ask, timeout: float) -> dict[str, Any]:
-    """Show the literal URL (never fetched here) and ask whether to continue."""
+    """Show the literal ``http``/``https`` URL (never fetched here) and ask whether to continue; raises Unsupported for
+    any other scheme (``javascript:``, ``file:``, ...), which a person must not be led to open."""
+    scheme = urlparse(url).scheme.lower()
+    if scheme not in URL_SCHEMES or not urlparse(url).netloc:
+        shown = f"the scheme {scheme}:" if scheme else "no scheme"
+        raise Unsupported(f"its link has {shown}, and this bridge shows only http and https links")
     text = f"🔗 {message}\n\n{url}\n\nThe bridge has not opened this link. Continue once you have dealt with it."
-    answer = await ask(ChatQuestion(text, options=("Continue",), decline=DISMISS), timeout)
+    answer = await ask(ChatQuestion(text, options=("Continue",), decline="Decline"), timeout)
     return {"action": "accept"} if answer.outcome is ChatOutcome.ANSWERED else _unanswered(answer)
 
 

@@ -23,7 +23,7 @@ from discord.http import Route
 from ..allowlist import stranger_notice
 from ..budget import Budgets
 from ..contract import ChannelContext, Inbox
-from ..types import BridgeError, Button, ButtonPress, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
+from ..types import BridgeError, Button, ButtonPress, CannotDelete, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
 from ..streaming import StreamingReply
 from .components import MODEL_SELECT, PRESS_PREFIX, button_view, model_view
 from .events import conversation_of, incoming, sender_of, thread_name, without_mention
@@ -208,6 +208,14 @@ class DiscordChannel:
     async def edit(self, message: MessageRef, text: str, buttons: Sequence[Button] = ()) -> None:
         target = self._target(message.conversation).get_partial_message(int(message.id))
         await _rate_limited(target.edit(content=text, view=button_view(buttons), allowed_mentions=NO_MENTIONS))
+
+    async def delete(self, message: MessageRef) -> None:
+        """Delete a message: a person's only in a server where the bot has Manage Messages; never in a DM."""
+        try:
+            await _rate_limited(self._target(message.conversation).get_partial_message(int(message.id)).delete())
+        except discord.Forbidden as exc:
+            where = "in a server it needs the Manage Messages permission" if message.conversation.group else "in a DM it may delete only its own messages"
+            raise CannotDelete(f"Discord did not let the bot delete your message ({exc.text or exc.status}): {where}.") from None
 
     async def typing(self, conversation: Conversation) -> None:
         await _rate_limited(self._target(conversation).typing())

@@ -48,6 +48,9 @@ class SlackChannel:
     capabilities = Capabilities(
         max_message_length=4000 - FENCE_ROOM, edits=True, buttons=True, url_buttons=True, threads=True, weight=mrkdwn_weight
     )
+    keeps_replies = "Slack lets a bot delete only its own messages: delete your reply yourself once it is sent."
+    """Why the reply to a secret question stays in the chat (Slack's ``chat.delete`` refuses a person's message to a bot
+    token with ``cant_delete_message``), said in the question's warning."""
 
     def __init__(self, settings: SlackSettings, context: ChannelContext) -> None:
         self.settings = settings

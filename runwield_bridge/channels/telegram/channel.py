@@ -35,7 +35,7 @@ from ..budget import Budgets
 from ..bridge_commands import BRIDGE_COMMANDS
 from ..chunking import utf16_weight
 from ..contract import ChannelContext, Inbox
-from ..types import Button, Capabilities, Conversation, MenuCommand, MessageRef, RateLimited, Unavailable
+from ..types import Button, CannotDelete, Capabilities, Conversation, MenuCommand, MessageRef, RateLimited, Unavailable
 from ..streaming import StreamingReply
 from ..webhooks import misfit, refuse
 from .failures import PollingRequest, refusals, sorted_out
@@ -185,6 +185,13 @@ class TelegramChannel:
         except BadRequest as exc:
             if "not modified" not in exc.message.lower():
                 raise
+
+    async def delete(self, message: MessageRef) -> None:
+        """Delete a message (a person's too: in a private chat always, in a group where the bot may delete messages)."""
+        try:
+            await _rate_limited(self.bot.delete_message(int(message.conversation.chat), int(message.id)))
+        except BadRequest as exc:
+            raise CannotDelete(f"Telegram did not let the bot delete your message ({exc.message}); in a group it needs the right to delete messages.") from None
 
     async def typing(self, conversation: Conversation) -> None:
         thread = int(conversation.thread) if conversation.thread else None
