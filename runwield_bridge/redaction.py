@@ -39,12 +39,17 @@ def keep_secret(value: str, shortest: int = MIN_SECRET_LENGTH) -> None:
 
 
 MAX_HELD = 10_000
-"""Log records held back at most while a secret answer is awaited; older ones are dropped beyond that."""
+"""Debug records held back at most while a secret answer is awaited; older ones are dropped beyond that."""
+
+
+HELD_BELOW = logging.INFO
+"""Only debug records are held: the platform libraries log raw updates at DEBUG, nothing logs a reply's text above it."""
 
 
 class LogHold:
-    """Log records held back while a secret answer is awaited (it is not known yet, so it cannot be redacted yet: a
-    platform library logs the update carrying it before the bridge reads it); written, redacted, once none is awaited."""
+    """Debug records held back while a secret answer is awaited (it is not known yet, so it cannot be redacted yet: a
+    platform library logs the update carrying it before the bridge reads it); written, redacted, once none is awaited.
+    Records at INFO and above are written at once, so an operator's log does not stall while a question waits."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -70,6 +75,8 @@ class LogHold:
 
     def keeps(self, handler: logging.Handler, record: logging.LogRecord) -> bool:
         """Take the record for later if answers are awaited; False if it is to be written now."""
+        if record.levelno >= HELD_BELOW:
+            return False
         with self._lock:
             if not self._holders:
                 return False

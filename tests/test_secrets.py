@@ -163,7 +163,7 @@ def test_a_code_review_link_is_redacted_like_a_plan_review_link() -> None:
     assert redact("open https://w.example/code-review/AbCdEfGhIjKlMnOpQrStUv now") == f"open https://w.example/code-review/{REDACTED} now"
 
 
-def test_log_lines_wait_while_a_secret_answer_is_awaited_and_come_out_without_it() -> None:
+def test_debug_lines_wait_while_a_secret_answer_is_awaited_and_come_out_without_it() -> None:
     out = io.StringIO()
     handler = logging.StreamHandler(out)
     install({}, [handler])
@@ -171,10 +171,13 @@ def test_log_lines_wait_while_a_secret_answer_is_awaited_and_come_out_without_it
     logger.addHandler(handler)
     try:
         HOLD.hold()
-        logger.warning("update %s", {"text": "tok-3f9a-answer"})  # a library logs the update before the bridge reads it
-        assert out.getvalue() == "", "nothing is written while the answer is awaited"
+        logger.setLevel(logging.DEBUG)
+        logger.debug("update %s", {"text": "tok-3f9a-answer"})  # a library logs the update before the bridge reads it
+        assert out.getvalue() == "", "no debug line is written while the answer is awaited"
+        logger.warning("the operator's log goes on")
+        assert out.getvalue() == "the operator's log goes on\n", "lines at INFO and above are not held back"
         keep_secret("tok-3f9a-answer")  # the bridge read it
         HOLD.release()
     finally:
         logger.removeHandler(handler)
-    assert out.getvalue() == f"update {{'text': '{REDACTED}'}}\n"
+    assert out.getvalue() == f"the operator's log goes on\nupdate {{'text': '{REDACTED}'}}\n"
