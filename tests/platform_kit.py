@@ -17,11 +17,12 @@ from runwield_bridge.app import App, agent_endpoints
 from runwield_bridge.bridge.runner import BridgeService
 from runwield_bridge.bridge.supervisor import Supervisor
 from runwield_bridge.config import Settings
-from tests.bridge_kit import FAST_BACKOFF, OWNER, bridge_world
+from tests.bridge_kit import FAST_BACKOFF, OWNER, bridge_world, telegram_section
 from tests.fakes.base import FakeServer, HttpResult, RecordedCall
 from tests.fakes.discord_api import FLAG_EPHEMERAL, DiscordFake, FakeInteraction
 from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import TelegramFake
+from tests.wld_process import WldProcess
 from waiting import PATIENCE, POLL, until
 
 
@@ -337,3 +338,32 @@ async def telegram_world(*, section: dict[str, Any] | None = None, **settings: A
 
 PLATFORM_WORLDS = {"telegram": telegram_world, "discord": discord_world, "slack": slack_world}
 """Each platform's world by name, for a test that runs the same steps on all three."""
+
+
+# -- `wld bridge` as a process ---------------------------------------------------
+
+SECTIONS = {"telegram": telegram_section, "discord": discord_section, "slack": slack_section}
+"""Each platform's channel section pointed at its fake."""
+FAKES = {"telegram": TelegramFake, "discord": lambda: DiscordFake(install=False), "slack": SlackFake}
+
+
+@contextlib.asynccontextmanager
+async def wld_bridge(config: Path, fake: Any, platform: str = "telegram", port: int = 0) -> AsyncIterator[tuple[WldProcess, Any]]:
+    """`wld bridge` as a real process, once it listens to the platform's fake, and the platform's world on it; stopped
+    (or already killed) on the way out."""
+    sessions = len(fake.sessions) if platform == "discord" else 0
+    started = len(fake.calls_to("deleteWebhook")) if platform == "telegram" else 0
+    calls = fake.mark()
+    process = await WldProcess.start("bridge", "--config", str(config))
+    try:
+        if platform == "telegram":
+            await fake.wait_until(lambda: len(fake.calls_to("deleteWebhook")) > started, timeout=PATIENCE)
+            yield process, TelegramWorld(fake, None)
+        elif platform == "discord":
+            await until(lambda: any(s.ready and not s.ws.closed for s in fake.sessions[sessions:]), "the bridge on the gateway")
+            yield process, DiscordWorld(fake, None)
+        else:
+            await fake.wait_for_call("auth.test", since=calls)
+            yield process, SlackWorld(fake, None, await answering_url_check(fake, f"http://127.0.0.1:{port}/slack/events"))
+    finally:
+        print((await process.stop()).stderr)  # shown when the test fails

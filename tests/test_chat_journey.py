@@ -15,22 +15,19 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.bridge_kit import OWNER, bridge_world, telegram_section
+from tests.bridge_kit import OWNER, bridge_world
 from tests.fakes.discord_api import DiscordFake
 from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import TelegramFake
 from tests.platform_kit import (
+    FAKES,
     PLATFORM_WORLDS,
-    DiscordWorld,
-    SlackWorld,
-    TelegramWorld,
-    answering_url_check,
-    discord_section,
+    SECTIONS,
     discord_world,
-    slack_section,
     slack_world,
+    wld_bridge,
 )
-from tests.wld_process import WldProcess, free_port
+from tests.wld_process import free_port
 from tests.wld_process import write_config as write_wld_config
 from tests.code_review_kit import CODE_LINK, fetch
 from tests.plan_kit import git, make_project
@@ -266,32 +263,6 @@ async def test_what_follows_an_answered_question_is_a_new_message_below_it(tmp_p
         last = await me.answers("Anything else", "no", after=last["message_id"])
         answers = await me.sees("Your answers, in order: 1. Rust; 2. Yes; 3. no.")
         assert answers["message_id"] > last["message_id"]
-
-
-SECTIONS = {"telegram": telegram_section, "discord": discord_section, "slack": slack_section}
-FAKES = {"telegram": TelegramFake, "discord": lambda: DiscordFake(install=False), "slack": SlackFake}
-
-
-@contextlib.asynccontextmanager
-async def wld_bridge(config: Path, fake: Any, platform: str = "telegram", port: int = 0) -> AsyncIterator[tuple[WldProcess, Any]]:
-    """`wld bridge` as a real process, once it listens to the platform's fake, and the platform's world on it; stopped
-    (or already killed) on the way out."""
-    sessions = len(fake.sessions) if platform == "discord" else 0
-    started = len(fake.calls_to("deleteWebhook")) if platform == "telegram" else 0
-    calls = fake.mark()
-    process = await WldProcess.start("bridge", "--config", str(config))
-    try:
-        if platform == "telegram":
-            await fake.wait_until(lambda: len(fake.calls_to("deleteWebhook")) > started, timeout=PATIENCE)
-            yield process, TelegramWorld(fake, None)
-        elif platform == "discord":
-            await until(lambda: any(s.ready and not s.ws.closed for s in fake.sessions[sessions:]), "the bridge on the gateway")
-            yield process, DiscordWorld(fake, None)
-        else:
-            await fake.wait_for_call("auth.test", since=calls)
-            yield process, SlackWorld(fake, None, await answering_url_check(fake, f"http://127.0.0.1:{port}/slack/events"))
-    finally:
-        print((await process.stop()).stderr)  # shown when the test fails
 
 
 @pytest.mark.parametrize("platform", ["telegram", "discord", "slack"])

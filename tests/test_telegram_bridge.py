@@ -309,7 +309,7 @@ async def test_new_and_resume_move_a_conversation_between_sessions_and_agents(tm
         await world.exchange(OWNER, OWNER, "hi asker", "echo: hi asker")
         await world.fake.wait_until(lambda: any("review" in json.dumps(v) for v in world.fake.commands.values()))
         [menu] = [v for k, v in world.fake.commands.items() if str(OWNER) in k]
-        assert [c["command"] for c in menu] == ["cancel", "new", "resume", "status", "help", "queue", "review"]
+        assert [c["command"] for c in menu] == ["cancel", "new", "resume", "status", "help", "queue", "spawn", "sessions", "review"]
         await world.exchange(OWNER, OWNER, "/new", "New session ses_")
         resumed = await world.exchange(OWNER, OWNER, f"/resume {first}", f"Resumed session {first}")
         assert "2 earlier messages" in resumed["text"] and "You said: on the host" in resumed["text"]

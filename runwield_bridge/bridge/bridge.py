@@ -38,6 +38,7 @@ from .offers import Offers, is_offer, numbered_choice
 from .reopening import BUILTIN_AGENT, Reopening  # BUILTIN_AGENT: wld chat's and wld bridge's built-in agent
 from .routes import BindingRoute
 from .sessions import Sessions
+from .spawn import Spawner
 from .supervisor import Backoff
 from .turns import Turns
 from .updates import Updates
@@ -75,7 +76,7 @@ class Bridge:
         self.agent_side = Updates(self.conversations, claims, children, self.questions, self.offers, self.messages, self.instance_id, self.background)
         self.sessions = Sessions(agents, self.agent_side, bindings, routes, claims, start_timeout=start_timeout, backoff=backoff)
         self.turns = self.agent_side.turns = Turns(self.sessions, self.questions, self.messages, self.instance_id, self.background)
-        self.commands = Commands(self.sessions, self.turns, children)
+        self.commands = Commands(self.sessions, self.turns, children, Spawner(self.sessions, self), self.offers)
         self.reopening = Reopening(self.conversations, self.sessions, self.turns, self.messages, instances)
 
     def add_channel(self, channel: Channel) -> None:
@@ -113,7 +114,7 @@ class Bridge:
         async with conversation.lock:  # the first await for an allowed message, so arrival order is kept
             await self.reopening.restore(conversation)
             if command := parse_command(message.text):
-                await self.commands.run(conversation, command)
+                await self.commands.run(conversation, command, message.sender)
             elif conversation.state is State.WAITING_FOR_ANSWER:
                 await self._answer(conversation, message)
             elif conversation.busy or conversation.queue:

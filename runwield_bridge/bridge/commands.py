@@ -1,5 +1,5 @@
 """The bridge commands a person types, handled before anything reaches the agent: /cancel, /status, /help (and /start),
-/queue, /new and /resume."""
+/queue, /new, /resume, /spawn and /sessions."""
 
 from __future__ import annotations
 
@@ -7,14 +7,17 @@ import asyncio
 import contextlib
 
 from ..channels.bridge_commands import GREETING
-from ..channels.types import BridgeCommand, BridgeError
+from ..channels.types import BridgeCommand, BridgeError, Sender
 from .child_lines import ChildLines
 from .conversation import Conversation, State
 from .delivery import say
 from .follow_ups import going_next
 from .help_text import command_list
 from .model_menu import model_name
+from .offers import Offers
+from .session_picker import show_sessions
 from .sessions import Sessions
+from .spawn import Spawner
 from .turns import Turns
 
 COMMANDS_WAIT = 2.0  # how long /help waits for a just-opened session's list of commands
@@ -23,14 +26,24 @@ COMMANDS_WAIT = 2.0  # how long /help waits for a just-opened session's list of 
 class Commands:
     """Runs a conversation's bridge commands (its lock held)."""
 
-    def __init__(self, sessions: Sessions, turns: Turns, children: ChildLines) -> None:
+    def __init__(self, sessions: Sessions, turns: Turns, children: ChildLines, spawner: Spawner, offers: Offers) -> None:
         self.sessions = sessions
         self.turns = turns
         self.children = children
+        self.spawner = spawner
+        self.offers = offers
 
-    async def run(self, conversation: Conversation, command: BridgeCommand) -> None:
+    async def run(self, conversation: Conversation, command: BridgeCommand, sender: Sender) -> None:
         channel, chat = conversation.channel, conversation.chat
-        if command.name == "cancel":
+        if command.name in ("spawn", "sessions") or (command.name == "resume" and not command.argument):
+            try:
+                if command.name == "spawn":
+                    await self.spawner.spawn(conversation, sender, command.argument)
+                else:
+                    await show_sessions(self.sessions.links, self.offers, conversation)
+            except BridgeError as exc:
+                await say(channel, chat, str(exc))
+        elif command.name == "cancel":
             if not await self.turns.cancel(conversation):
                 await say(channel, chat, "Nothing is running.")
             elif conversation.queue:
@@ -55,8 +68,6 @@ class Commands:
         if command.name == "new":
             session_id = await self.sessions.new_session(conversation, command.argument or None)
             await say(channel, chat, f"🆕 New session {session_id} on {conversation.agent}.")
-        elif not command.argument:
-            await say(channel, chat, "Usage: /resume SESSION_ID")
         else:
             session_id, replay = await self.sessions.resume(conversation, command.argument)
             if not channel.capabilities.full_history:

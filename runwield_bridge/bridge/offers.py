@@ -10,8 +10,9 @@ import secrets
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from ..acp.extensions import PlanActionMeta, PlanSavedMeta
+from ..acp.extensions import PlanSavedMeta
 from ..channels.contract import Channel
 from ..channels.types import Button, ButtonPress, Conversation
 
@@ -19,6 +20,16 @@ OFFER_PREFIX = "wld:step"
 """Inside the "wld:" namespace the channels route to the Bridge; question tokens are hex, so never "step"."""
 KEPT = 1000
 """How many offers the Bridge remembers (the oldest are forgotten, and their buttons then say so)."""
+
+
+class Step(Protocol):
+    """A step to offer: its button's label and the command a press sends (a Plan's next step, a session to resume)."""
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def command(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +45,7 @@ class Offers:
     def __init__(self) -> None:
         self._by_token: OrderedDict[str, Offer] = OrderedDict()
 
-    def buttons(self, channel: Channel, conversation: Conversation, actions: Sequence[PlanActionMeta]) -> list[Button]:
+    def buttons(self, channel: Channel, conversation: Conversation, actions: Sequence[Step]) -> list[Button]:
         """One button per step, each sending its command when pressed in this conversation."""
         token = secrets.token_hex(4)
         self._by_token[token] = Offer(channel, conversation, tuple(a.command for a in actions))

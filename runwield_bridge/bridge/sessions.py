@@ -19,6 +19,7 @@ from .conversation import Conversation, Event
 from .model_menu import model_option
 from .replay import Replay
 from .routes import BindingRoute
+from .session_picker import require_known
 from .supervisor import Backoff
 from .turn_errors import describe_error
 
@@ -71,9 +72,10 @@ class Sessions:
         await self._persist(conversation, name, response.session_id, workdir)
         return response.session_id
 
-    async def resume(self, conversation: Conversation, session_id: str) -> tuple[str, Replay]:
-        """Bind the conversation to an existing session through ``session/load``; an unknown id changes nothing."""
-        name = conversation.agent or conversation.channel.settings.agent
+    async def resume(self, conversation: Conversation, session_id: str, agent: str | None = None) -> tuple[str, Replay]:
+        """Bind the conversation to an existing session (of ``agent``, else its own agent's) through ``session/load``; an
+        unknown id changes nothing."""
+        name = agent or conversation.agent or conversation.channel.settings.agent
         link = self.links.get(name)
         if link is None:
             raise BridgeError(f"Agent {name} is no longer configured; send /new to start over.")
@@ -83,6 +85,7 @@ class Sessions:
         replay = await self._load(conversation, link, session_id, workdir, Replay(view))
         if view is not None:
             await view.finish()
+        await require_known(link, session_id, replay)
         await self._persist(conversation, name, session_id, workdir)
         return session_id, replay
 

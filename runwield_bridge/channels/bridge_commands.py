@@ -1,5 +1,5 @@
 """The commands a person types that the Bridge handles itself, before anything reaches an agent: /cancel, /new, /resume,
-/status, /help (and /start), /queue."""
+/spawn, /sessions, /status, /help (and /start), /queue."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from .types import BridgeCommand, MenuCommand
 BRIDGE_COMMANDS: tuple[MenuCommand, ...] = (
     MenuCommand("cancel", "Stop the running turn"),
     MenuCommand("new", "Start a new session (optionally on another agent: /new AGENT)"),
-    MenuCommand("resume", "Continue an existing session here: /resume SESSION_ID"),
+    MenuCommand("resume", "Continue an existing session here: /resume SESSION_ID (no id: choose one)"),
     MenuCommand("status", "Agent, session, model and state of this conversation"),
     MenuCommand("help", "What this bot can do, and every command here"),
     MenuCommand("queue", "Messages sent while the agent works: /queue steer|collect|followup|interrupt, /queue clear"),
+    MenuCommand("spawn", "Start an agent on a task: /spawn AGENT [--here | --thread] [--resume SESSION_ID] TASK"),
+    MenuCommand("sessions", "The agent's recent sessions, to continue one here"),
 )
 """The commands the Bridge itself handles, for channels that offer them in a platform menu."""
 GREETING = "start"

@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .settings import ChannelSettings
 from .types import Button, ButtonPress, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, ModelMenu, Sender
@@ -107,6 +107,15 @@ class Channel(Protocol):
 
     async def close(self) -> None:
         """Release the platform client."""
+
+
+@runtime_checkable
+class ThreadOpener(Protocol):
+    """A channel that can open a thread (a Discord thread, a Slack thread, a Telegram forum topic) for ``/spawn --thread``."""
+
+    async def open_thread(self, conversation: Conversation, title: str) -> Conversation:
+        """Open a thread titled ``title`` where ``conversation`` is (beside it, if it is a thread itself) and return it as a
+        conversation; raise BridgeError saying plainly why where the platform cannot (a private chat, a group without topics)."""
 
 
 class WebRoutes(Protocol):

@@ -8,6 +8,7 @@ import re
 import time
 from dataclasses import dataclass
 
+from ..ages import age
 from .builtin_commands import choose
 from .commands import Command, CommandContext
 from .events import PlanLink
@@ -72,18 +73,6 @@ def revise_prompt(plan: PlanRecord, revision: int, feedback: str) -> str:
 def standing(plan: PlanRecord) -> str:
     """Where a Plan stands, in words: draft, in review, approved, executing, published, on hold..."""
     return STANDING.get(plan.state, plan.state.replace("_", " "))
-
-
-def age(seconds: float) -> str:
-    """How long ago, roughly: ``just now``, ``5 min ago``, ``3 h ago``, ``2 days ago``."""
-    minutes = int(seconds // 60)
-    if minutes < 1:
-        return "just now"
-    if minutes < 60:
-        return f"{minutes} min ago"
-    if minutes < 48 * 60:
-        return f"{minutes // 60} h ago"
-    return f"{minutes // (24 * 60)} days ago"
 
 
 def readable(markdown: str) -> str:

@@ -22,9 +22,11 @@ What a prompt contains decides what it does:
   "hangup"      closes its stdout (the connection) and lingers 30 s before it exits, as a wrapper of a crashed agent may
   an image      says how many images and bytes it got
   anything else "echo: <text>"
-With $AGENT_STEERING=silent it says it takes input into a running turn (``_meta.steering``) and never answers
-``_session/steering``. Every call is appended as a JSON line to $AGENT_LOG; sessions persist in $AGENT_STATE (a JSON file),
-so after a restart session/load works and replays the history.
+Every call is appended as a JSON line to $AGENT_LOG; sessions persist in $AGENT_STATE (a JSON file),
+so after a restart session/load works and replays the history; session/list lists them (titled by their first
+prompt). With $AGENT_LOADS_ANY set, session/load of an id it does not know answers as if it did, replaying nothing
+(as some agents do), instead of refusing it. With $AGENT_STEERING=silent it says it takes input into a running turn
+(``_meta.steering``) and never answers ``_session/steering``.
 """
 
 from __future__ import annotations
@@ -36,12 +38,17 @@ import os
 import sys
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError, run_agent, text_block, update_agent_message, update_tool_call, update_user_message
 from acp.schema import (
     AgentCapabilities,
+    ListSessionsResponse,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
     AvailableCommand,
     AvailableCommandsUpdate,
     InitializeResponse,
@@ -78,6 +85,8 @@ class AskingAgent:
         self.conn: Any = None
         self.sessions = load_sessions()
         self.cancelled: dict[str, asyncio.Event] = {}
+        self.updated: dict[str, str] = {}
+        """When each session was last prompted (or started) since this process started, as ISO 8601."""
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -87,7 +96,11 @@ class AskingAgent:
         log("initialize", clientCapabilities=caps, pid=os.getpid())
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(load_session=True, prompt_capabilities=PromptCapabilities(image=True)),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(image=True),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            ),
             field_meta={"steering": {"supported": True}} if SILENT_STEERING else None,
         )
 
@@ -100,6 +113,7 @@ class AskingAgent:
     async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
         session_id = f"test-{uuid.uuid4().hex[:12]}"
         self.sessions[session_id] = []
+        self.touch(session_id)
         self.save()
         log("session/new", sessionId=session_id, cwd=cwd)
         asyncio.get_running_loop().call_later(0.05, lambda: asyncio.ensure_future(self.offer_commands(session_id)))
@@ -107,12 +121,22 @@ class AskingAgent:
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
         log("session/load", sessionId=session_id)
+        if session_id not in self.sessions and os.environ.get("AGENT_LOADS_ANY"):
+            return LoadSessionResponse()
         if session_id not in self.sessions:
             raise RequestError(-32002, f"Session {session_id} not found", {"sessionId": session_id})
         for user, reply in self.sessions[session_id]:
             await self.conn.session_update(session_id, update_user_message(text_block(user)))
             await self.conn.session_update(session_id, update_agent_message(text_block(reply)))
         return LoadSessionResponse()
+
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> ListSessionsResponse:
+        log("session/list")
+        infos = [
+            SessionInfo(session_id=sid, cwd=cwd or "/", title=turns[0][0] if turns else None, updated_at=self.updated.get(sid))
+            for sid, turns in self.sessions.items()
+        ]
+        return ListSessionsResponse(sessions=infos[::-1])  # the newest first
 
     async def offer_commands(self, session_id: str) -> None:
         commands = [AvailableCommand(name="review", description="Review the changes"), AvailableCommand(name="Bad-Name", description="not for menus")]
@@ -186,6 +210,7 @@ class AskingAgent:
             reply = f"echo: {text}"
         await self.say(session_id, reply)
         self.sessions[session_id].append([text, reply])
+        self.touch(session_id)
         self.save()
         return PromptResponse(stop_reason="end_turn")
 
@@ -253,6 +278,9 @@ class AskingAgent:
 
     async def say(self, session_id: str, text: str) -> None:
         await self.conn.session_update(session_id, update_agent_message(text_block(text)))
+
+    def touch(self, session_id: str) -> None:
+        self.updated[session_id] = datetime.now(UTC).isoformat()
 
     def save(self) -> None:
         if STATE:

@@ -109,6 +109,8 @@ class TelegramFake(FakeServer):
         """Every update getUpdates handed out, by id (for redelivering them)."""
         self.webhook: dict[str, Any] = {"url": "", "has_custom_certificate": False, "pending_update_count": 0}
         self.commands: dict[str, list[dict[str, Any]]] = {}
+        self.topics: dict[int, list[dict[str, Any]]] = {}
+        """The forum topics the bot opened, by chat."""
         self._update_ids = itertools.count(1)
         self._message_ids: dict[int, itertools.count[int]] = {}
         self._file_ids = itertools.count(1)
@@ -499,6 +501,20 @@ class TelegramFake(FakeServer):
             ("unlimited_gifts", "limited_gifts", "unique_gifts", "premium_subscription", "gifts_from_channels"), False
         )
         return {**chat, "accent_color_id": 0, "max_reaction_count": 11, "accepted_gift_types": gifts}
+
+    def _api_createForumTopic(self, params: dict[str, Any], call: Any) -> Any:
+        """A new topic in a forum supergroup (its id is that of the service message that opens it); refused elsewhere,
+        as Telegram refuses it."""
+        chat_id = int(params["chat_id"])
+        chat = self.chat(chat_id)
+        if chat["type"] != "supergroup" or not chat.get("is_forum"):
+            return self._bad_request("the chat is not a forum")
+        name = str(params.get("name") or "")
+        if not 1 <= len(name) <= 128:
+            return self._bad_request("TOPIC_TITLE_EMPTY" if not name else "topic name is too long")
+        topic = {"message_thread_id": self._next_message_id(chat_id), "name": name, "icon_color": 7322096}
+        self.topics.setdefault(chat_id, []).append(topic)
+        return topic
 
     def _api_getFile(self, params: dict[str, Any], call: Any) -> Any:
         stored = self.files.get(str(params.get("file_id")))

@@ -223,6 +223,21 @@ class DiscordChannel:
     async def set_commands(self, conversation: Conversation, commands: Sequence[MenuCommand]) -> None:
         """Discord's slash commands are the same everywhere; the agent's own commands are typed as messages."""
 
+    async def open_thread(self, conversation: Conversation, title: str) -> Conversation:
+        """A new public thread in the conversation's channel (beside it, when it is a thread); none in a DM."""
+        if not conversation.group:
+            raise BridgeError("Discord has no threads in direct messages. Use /spawn AGENT --here TASK instead.")
+        if self._client is None:
+            raise ConnectionError("the Discord client has not started")
+        try:
+            parent = self._client.get_channel(int(conversation.chat)) or await self._client.fetch_channel(int(conversation.chat))
+            if not isinstance(parent, discord.TextChannel):
+                raise BridgeError("This Discord channel cannot have threads. Use /spawn AGENT --here TASK instead.")
+            thread = await _rate_limited(parent.create_thread(name=thread_name(title, "the bot"), type=discord.ChannelType.public_thread))
+        except discord.HTTPException as exc:
+            raise BridgeError(f"Discord did not open a thread here ({exc.text or exc.status}). Use /spawn AGENT --here TASK instead.") from None
+        return conversation_of(thread)
+
     def open_reply(self, conversation: Conversation) -> StreamingReply:
         budget = self.budgets.for_chat(conversation.thread or conversation.chat, conversation.group)
         return StreamingReply(self, conversation, budget, self.settings.edit_interval)

@@ -1,4 +1,5 @@
-"""The bridge commands as Discord application (slash) commands: /cancel, /new, /resume, /status, /queue and /models."""
+"""The bridge commands as Discord application (slash) commands: /cancel, /new, /resume, /spawn, /sessions, /status,
+/queue and /models."""
 
 from __future__ import annotations
 
@@ -34,6 +35,20 @@ def slash_commands(run: RunCommand, show_models: ShowModels) -> list[app_command
     async def resume(interaction: discord.Interaction, session_id: str) -> None:
         await run(interaction, f"/resume {session_id}")
 
+    @app_commands.command(name="spawn", description="Start an agent on a task, here or in a new thread")
+    @app_commands.describe(
+        agent="A configured agent",
+        task="What it should do (its first prompt)",
+        thread="Open a new thread for it (default: bind this conversation)",
+        resume="Continue this earlier session of the agent instead of starting one",
+    )
+    async def spawn(interaction: discord.Interaction, agent: str, task: str = "", thread: bool = False, resume: str | None = None) -> None:
+        await run(interaction, spawn_command(agent, task, thread, resume))
+
+    @app_commands.command(name="sessions", description=_DESCRIPTIONS["sessions"])
+    async def sessions(interaction: discord.Interaction) -> None:
+        await run(interaction, "/sessions")
+
     @app_commands.command(name="status", description=_DESCRIPTIONS["status"])
     async def status(interaction: discord.Interaction) -> None:
         await run(interaction, "/status")
@@ -48,4 +63,10 @@ def slash_commands(run: RunCommand, show_models: ShowModels) -> list[app_command
     async def models(interaction: discord.Interaction) -> None:
         await show_models(interaction)
 
-    return [cancel, new, resume, status, queue, models]
+    return [cancel, new, resume, spawn, sessions, status, queue, models]
+
+
+def spawn_command(agent: str, task: str, thread: bool, resume: str | None) -> str:
+    """The /spawn a slash command's options say, as a person would type it."""
+    words = [agent, "--thread" if thread else "--here", *(("--resume", resume) if resume else ())]
+    return " ".join(["/spawn", *words, task]).strip()

@@ -24,7 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from ..budget import Budgets
 from ..contract import ChannelContext, Inbox
-from ..types import Button, ButtonPress, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
+from ..types import BridgeError, Button, ButtonPress, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
 from ..streaming import StreamingReply
 from ..webhooks import refuse
 from .blocks import blocks
@@ -192,6 +192,13 @@ class SlackChannel:
 
     async def set_commands(self, conversation: Conversation, commands: Sequence[MenuCommand]) -> None:
         """Slack has no per-conversation command menu; commands are typed in the thread."""
+
+    async def open_thread(self, conversation: Conversation, title: str) -> Conversation:
+        """A new thread in the conversation's channel: a root message titled ``title``, its replies the thread; none in a DM."""
+        if not conversation.group:
+            raise BridgeError("Slack threads are opened here only in channels, not in a direct message. Use /spawn AGENT --here TASK instead.")
+        root = await self.send(conversation_of(conversation.chat, None), f"🧵 {title}")
+        return conversation_of(conversation.chat, root.id)
 
     def open_reply(self, conversation: Conversation) -> StreamingReply:
         budget = self.budgets.for_chat(conversation.chat, conversation.group)

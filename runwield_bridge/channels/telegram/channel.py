@@ -10,6 +10,7 @@ import logging
 import re
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -35,7 +36,7 @@ from ..budget import Budgets
 from ..bridge_commands import BRIDGE_COMMANDS
 from ..chunking import utf16_weight
 from ..contract import ChannelContext, Inbox
-from ..types import Button, CannotDelete, Capabilities, Conversation, MenuCommand, MessageRef, RateLimited, Unavailable
+from ..types import BridgeError, Button, CannotDelete, Capabilities, Conversation, MenuCommand, MessageRef, RateLimited, Unavailable
 from ..streaming import StreamingReply
 from ..webhooks import misfit, refuse
 from .failures import PollingRequest, refusals, sorted_out
@@ -51,6 +52,7 @@ ALLOWED_UPDATES = ["message", "callback_query"]
 PRIVATE_CHAT_RATE = 1.0  # messages per second Telegram lets a bot send one chat
 GROUP_CHAT_RATE = 20 / 60
 CHAT_BURST = 3
+TOPIC_NAME_LENGTH = 128
 _COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
 _FALLBACK_TO_PLAIN = ("can't parse entities", "message is too long", "text is too long")
 
@@ -201,6 +203,19 @@ class TelegramChannel:
         """The chat's command menu; names Telegram cannot show (uppercase, dashes) are left out of it."""
         scope = BotCommandScopeChat(int(conversation.chat))
         await _rate_limited(self.bot.set_my_commands(_bot_commands(commands), scope=scope))
+
+    async def open_thread(self, conversation: Conversation, title: str) -> Conversation:
+        """A new forum topic in the group (``createForumTopic``); refused in a private chat and in a group without topics."""
+        if not conversation.group:
+            raise BridgeError("Telegram has topics only in groups, not in a private chat. Use /spawn AGENT --here TASK instead.")
+        try:
+            topic = await _rate_limited(self.bot.create_forum_topic(int(conversation.chat), title[:TOPIC_NAME_LENGTH]))
+        except BadRequest as exc:
+            raise BridgeError(
+                f"Telegram did not open a topic here ({exc.message}): this group needs Topics turned on, and the bot the "
+                "right to manage them. Use /spawn AGENT --here TASK instead."
+            ) from None
+        return replace(conversation, thread=str(topic.message_thread_id))
 
     def open_reply(self, conversation: Conversation) -> StreamingReply:
         budget = self.budgets.for_chat(conversation.chat, conversation.group)
