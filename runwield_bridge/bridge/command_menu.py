@@ -19,7 +19,7 @@ class CommandMenu:
 
     def changed(self, conversation: Conversation, commands: tuple[MenuCommand, ...]) -> None:
         conversation.agent_commands = commands
-        conversation.known_commands().set()
+        conversation.commands_listed()
         self.background.spawn(self.refresh(conversation), f"menu:{conversation.chat.key}")
 
     async def refresh(self, conversation: Conversation) -> None:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 
 from ..channels.bridge_commands import GREETING
@@ -79,7 +78,7 @@ class Commands:
         if not conversation.running:
             with contextlib.suppress(BridgeError, TimeoutError):
                 await self.sessions.ready(conversation)
-                await asyncio.wait_for(conversation.known_commands().wait(), COMMANDS_WAIT)
+                await conversation.await_commands(COMMANDS_WAIT)
         text = command_list(conversation.agent or name, conversation.agent_commands)
         if not greet:
             return text

@@ -124,8 +124,8 @@ class Conversation:
         """The reply to work the session does without a prompt from here (a review decided, recovery, another client)."""
         self.replay: Replay | None = None
         self.agent_commands: tuple[MenuCommand, ...] = ()
-        self.commands_known: asyncio.Event | None = None
-        """Set once the agent has said which commands the session offers (made when someone waits for them)."""
+        self.commands_known: asyncio.Event | bool = False
+        """True once the agent has said which commands the session offers; an Event while someone waits for that."""
         self.menu: tuple[MenuCommand, ...] = ()
         self.offer: tuple[str, ...] = ()
         """The steps last offered as a numbered list (where there are no buttons): the next message may pick one by number."""
@@ -159,8 +159,17 @@ class Conversation:
         self.state = to
         return True
 
-    def known_commands(self) -> asyncio.Event:
-        """The event set once the agent has said which commands the session offers."""
-        if self.commands_known is None:
+    def commands_listed(self) -> None:
+        """The agent has said which commands the session offers."""
+        if isinstance(self.commands_known, asyncio.Event):
+            self.commands_known.set()
+        self.commands_known = True
+
+    async def await_commands(self, timeout: float) -> None:
+        """Wait until the agent has said which commands the session offers, at most ``timeout`` seconds (TimeoutError)."""
+        if self.commands_known is True:
+            return
+        if self.commands_known is False:
             self.commands_known = asyncio.Event()
-        return self.commands_known
+        assert isinstance(self.commands_known, asyncio.Event)
+        await asyncio.wait_for(self.commands_known.wait(), timeout)
