@@ -12,6 +12,8 @@ through the standard streaming view but sends nowhere, and measures:
   (everything: the Bridge's state, the Session Host's live session, SQLite's cache);
 - memory per active turn: Python heap growth (tracemalloc) while all N conversations have a turn
   in flight, over the turns in flight (RSS cannot show it: the turns reuse memory the idle phase freed);
+- the process's CPU time to bind the N conversations and for the burst (on a shared machine steadier than the
+  latencies, which wait for the CPU);
 - added latency from a platform update to ``session/prompt`` arriving at the agent: for one
   message on a bound conversation among N (p50 of 50), and for messages arriving 500 at once
   (all N at once below 500) while the earlier ones' turns stay in flight (p50, p99).
@@ -46,6 +48,11 @@ REPO = Path(__file__).resolve().parent.parent
 WLD = str(Path(sys.executable).parent / "wld")
 BATCH = 500
 SINGLE_SAMPLES = 50
+
+
+def progress(what: str) -> None:
+    """One line on stderr saying which phase a long run is in (and the process, for a profiler to attach to)."""
+    print(f"{time.strftime('%H:%M:%S')} pid {os.getpid()}: {what}", file=sys.stderr, flush=True)
 
 
 def rss_kib(pid: int | str = "self") -> int:
@@ -108,10 +115,13 @@ async def measure_on(size: int, database: dict[str, str], active_heap: bool = Tr
     from runwield_bridge.plugin_host import load_plugins
 
     arrived: dict[str, float] = {}
+    arrived_cpu: dict[str, float] = {}  # the process's CPU time then
+    sent_cpu: dict[str, float] = {}  # by conversation
     original_prompt = session_methods.SessionMethods.prompt
 
     async def timed_prompt(self: Any, request: Any) -> Any:
         arrived[request.session_id] = time.perf_counter()
+        arrived_cpu[request.session_id] = time.process_time()
         return await original_prompt(self, request)
 
     session_methods.SessionMethods.prompt = timed_prompt  # type: ignore[method-assign]
@@ -159,6 +169,7 @@ async def measure_on(size: int, database: dict[str, str], active_heap: bool = Tr
     async def send(conversation: Conversation, text: str) -> float:
         """Send one message; returns when it was handed to the Bridge."""
         sent = time.perf_counter()
+        sent_cpu[conversation.key] = time.process_time()
         turn = await inbox.receive_message(IncomingMessage(conversation, person, text))
         assert turn is not None, "the bench message did not start a turn"
         turns.append(turn)
@@ -184,10 +195,11 @@ async def measure_on(size: int, database: dict[str, str], active_heap: bool = Tr
     gc.collect()
     baseline = rss_kib()
 
-    started = time.perf_counter()
+    progress(f"binding {size} conversations")
+    started, cpu_started = time.perf_counter(), time.process_time()
     await in_batches("hello")
     await asyncio.gather(*turns)
-    bind_seconds = time.perf_counter() - started
+    bind_seconds, bind_cpu = time.perf_counter() - started, time.process_time() - cpu_started
     turns.clear()
     gc.collect()
     idle = rss_kib()
@@ -200,18 +212,21 @@ async def measure_on(size: int, database: dict[str, str], active_heap: bool = Tr
         turns.clear()
         single.append(arrived[sessions[conversation.key]] - sent)
 
-    async def all_in_flight() -> list[float]:
-        """Give every conversation a held turn, BATCH messages at once; the latency of each message."""
+    async def all_in_flight() -> tuple[list[float], list[float]]:
+        """Give every conversation a held turn, BATCH messages at once; the latency of each message, in wall-clock
+        time and in the process's CPU time (what it would be on an otherwise idle machine, were nothing waited for)."""
         latencies: list[float] = []
+        cpu_latencies: list[float] = []
         for start in range(0, size, BATCH):
             wave = conversations[start : start + BATCH]
             sends = await asyncio.gather(*(send(c, "hold on") for c in wave))
             while not all(arrived.get(sessions[c.key], 0) >= sent for c, sent in zip(wave, sends)):
                 await asyncio.sleep(0.01)
             latencies.extend(arrived[sessions[c.key]] - sent for c, sent in zip(wave, sends))
+            cpu_latencies.extend(arrived_cpu[sessions[c.key]] - sent_cpu[c.key] for c in wave)
             while holding[0] + sum(turn.done() for turn in turns) < len(turns):  # holding, or ended (refused by the host)
                 await asyncio.sleep(0.05)
-        return sorted(latencies)
+        return sorted(latencies), sorted(cpu_latencies)
 
     async def release() -> None:
         hold.set()
@@ -220,7 +235,11 @@ async def measure_on(size: int, database: dict[str, str], active_heap: bool = Tr
         hold.clear()
         holding[0] = 0
 
-    burst = await all_in_flight()  # timed without tracing
+    progress(f"bound in {bind_seconds:.1f} s; the burst")
+    cpu_started = time.process_time()
+    burst, burst_on_cpu = await all_in_flight()  # timed without tracing
+    burst_cpu = time.process_time() - cpu_started
+    progress("burst done")
     active_rss = rss_kib()
     active_turns, failed_turns = holding[0], sum(turn.done() for turn in turns)
     await release()
@@ -250,8 +269,12 @@ async def measure_on(size: int, database: dict[str, str], active_heap: bool = Tr
         "failed_turns": failed_turns,
         "single_p50_ms": statistics.median(single) * 1000,
         "burst_p50_ms": statistics.median(burst) * 1000,
-        "burst_p99_ms": burst[min(len(burst) - 1, int(len(burst) * 0.99))] * 1000,
+        "burst_p99_ms": p99(burst) * 1000,
+        "burst_cpu_p50_ms": statistics.median(burst_on_cpu) * 1000,
+        "burst_cpu_p99_ms": p99(burst_on_cpu) * 1000,
         "bind_seconds": bind_seconds,
+        "bind_cpu_seconds": bind_cpu,
+        "burst_cpu_seconds": burst_cpu,
     }
 
 
@@ -281,6 +304,10 @@ def process_rss(argv: list[str]) -> int:
         shutil.rmtree(home, ignore_errors=True)
 
 
+def p99(values: list[float]) -> float:
+    return values[min(len(values) - 1, int(len(values) * 0.99))]
+
+
 def per_active(result: dict[str, Any]) -> str:
     return "not measured" if result["per_active_kib"] is None else f"{result['per_active_kib']:.1f} KiB"
 
@@ -291,15 +318,16 @@ def mib(kib: float) -> str:
 
 def table(results: list[dict[str, Any]], wld_acp: int, echo: int | None) -> str:
     rows = [
-        "| conversations | bridge RSS, all idle | per idle conversation | per active turn | latency to `session/prompt`, one message (p50) | 500 at once (p50 / p99) | one `wld acp` per conversation | ratio |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| conversations | bridge RSS, all idle | per idle conversation | per active turn | latency to `session/prompt`, one message (p50) | 500 at once (p50 / p99) | 500 at once, in CPU time (p50 / p99) | binding all (wall / CPU) | one `wld acp` per conversation | ratio | failed turns |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         process_model = r["size"] * wld_acp
         rows.append(
             f"| {r['size']:,} | {mib(r['idle_kib'])} | {r['per_idle_kib']:.1f} KiB | {per_active(r)} "
             f"| {r['single_p50_ms']:.2f} ms | {r['burst_p50_ms']:.1f} / {r['burst_p99_ms']:.1f} ms "
-            f"| {mib(process_model)} | {process_model / r['idle_kib']:,.1f}× |"
+            f"| {r['burst_cpu_p50_ms']:.1f} / {r['burst_cpu_p99_ms']:.1f} ms | {r['bind_seconds']:,.0f} / {r['bind_cpu_seconds']:,.0f} s "
+            f"| {mib(process_model)} | {process_model / r['idle_kib']:,.1f}× | {r['failed_turns']:,} |"
         )
     rows.append("")
     for r in results:
@@ -312,6 +340,14 @@ def table(results: list[dict[str, Any]], wld_acp: int, echo: int | None) -> str:
     if echo is not None:
         rows.append(f"One official-SDK echo agent (node bench/echo_agent.mjs) likewise: {mib(echo)} RSS.")
     return "\n".join(rows)
+
+
+def machine() -> str:
+    """nproc, the CPU model and the RAM, from /proc (Linux)."""
+    cpuinfo = Path("/proc/cpuinfo").read_text()
+    model = next((line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")), platform.machine())
+    ram = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal:"))
+    return f"{os.cpu_count()} CPUs ({model}) · {ram / 1024 / 1024:.1f} GiB RAM"
 
 
 def main() -> None:
@@ -332,6 +368,7 @@ def main() -> None:
     if args.one is not None:
         print(json.dumps(asyncio.run(measure(args.one, args.database_server, not args.no_active_heap))))
         return
+    started, load_before = time.strftime("%H:%M", time.gmtime()), f"{os.getloadavg()[0]:.1f}"
     results = []
     server = ["--database-server", args.database_server] if args.database_server else []
     server += ["--no-active-heap"] if args.no_active_heap else []
@@ -343,7 +380,8 @@ def main() -> None:
     wld_acp = process_rss([WLD, "acp"])
     node = shutil.which("node")
     echo = process_rss([node, "bench/echo_agent.mjs"]) if node else None
-    print(f"{date.today()} · {platform.node()} · {platform.processor() or platform.machine()} · {os.cpu_count()} CPUs · Python {platform.python_version()}")
+    print(f"{date.today()}, {started} to {time.strftime('%H:%M', time.gmtime())} UTC · {machine()} · Python {platform.python_version()}")
+    print(f"load average {load_before} at the start, {os.getloadavg()[0]:.1f} at the end")
     print(f"store: PostgreSQL, a new database on {args.database_server}" if args.database_server else "store: SQLite")
     print()
     print(table(results, wld_acp, echo))

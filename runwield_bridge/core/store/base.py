@@ -39,7 +39,7 @@ class Repository:
         """The record of the row with this primary key (a tuple for a key of several columns), if there is one."""
         keys = key if isinstance(key, tuple) else (key,)
         params = {f"key{i}": value for i, value in enumerate(keys)}
-        query = _by_key(record_type, row_type)
+        query = by_key(record_type, row_type)
 
         def read(conn: Connection) -> R | None:
             row = query.first(conn, params)
@@ -71,7 +71,7 @@ class Repository:
 
 
 @functools.cache
-def _by_key(record_type: type[Any], row_type: type[SQLModel]) -> Prepared:
+def by_key(record_type: type[Any], row_type: type[SQLModel]) -> Prepared:
     """The query of a record by its row's primary key (parameters ``key0``, ``key1``, ...), built once."""
     table = row_type.__table__  # type: ignore[attr-defined]
     columns = [table.c[f.name] for f in fields(record_type)]

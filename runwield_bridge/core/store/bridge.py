@@ -4,16 +4,28 @@ from __future__ import annotations
 
 import time
 
-from sqlalchemy import delete
+from dataclasses import asdict
+
+from sqlalchemy import Connection, bindparam, delete, insert
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import col, select, update
 
 from ..records import Binding, SeenUpdate, UnfinishedMessage
-from .base import Connect, Repository, frozen
+from .base import Connect, Repository, by_key, frozen
 from .database import Database
 from .follow_ups import FollowUpRepository
+from .statements import Prepared
 from .tables import BindingRow, SeenUpdateRow, UnfinishedMessageRow
+
+BINDINGS = BindingRow.__table__  # type: ignore[attr-defined]
+BINDING_OF = by_key(Binding, BindingRow)
+BIND = Prepared(insert(BINDINGS).values({name: bindparam(name) for name in BINDINGS.c.keys()}))
+REBIND = Prepared(
+    update(BINDINGS)
+    .where(BINDINGS.c.conversation == bindparam("conversation"))
+    .values({name: bindparam(name) for name in ("agent", "acp_session_id", "cwd", "updated_at")})
+)
 
 
 class BridgeStateRepository(Repository):
@@ -33,13 +45,15 @@ class BridgeStateRepository(Repository):
             return list((await db.exec(query)).all())
 
     async def set_binding(self, conversation: str, agent: str, acp_session_id: str, cwd: str | None = None) -> Binding:
-        async with self._db() as db:
-            row = await db.get(BindingRow, conversation) or BindingRow(conversation=conversation, agent=agent, acp_session_id=acp_session_id)
-            row.agent, row.acp_session_id, row.cwd = agent, acp_session_id, cwd
-            row.updated_at = time.time()
-            db.add(row)
-            await db.commit()
-            return frozen(Binding, row)
+        """Bind (or rebind) a conversation, in one transaction of plain statements (each new conversation writes two)."""
+        binding = Binding(conversation=conversation, agent=agent, acp_session_id=acp_session_id, cwd=cwd, updated_at=time.time())
+        values = asdict(binding)
+
+        def write(conn: Connection) -> None:
+            (REBIND if BINDING_OF.first(conn, {"key0": conversation}) else BIND).run(conn, values)
+
+        await self._database.write(write)
+        return binding
 
     async def claim_update(self, channel: str, update_id: str, owner: str) -> SeenUpdate | None:
         """Claim an update for ``owner``; None if this is the first claim, else the earlier claim (unchanged)."""

@@ -13,6 +13,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, create_engine, event
@@ -50,7 +51,12 @@ class SqliteDatabase(Database):
     it never fails when a read turns into a write) on a connection that does not wait for the lock; when another
     writer holds it (in this process or another), the write goes to the writer thread instead, whose connection waits
     for the lock up to the busy timeout, so waiting writers queue there and the loop never blocks on a lock. Work
-    handed to the thread runs to its end even if its caller is cancelled."""
+    handed to the thread runs to its end even if its caller is cancelled.
+
+    Writes asked for in one round of the event loop share one transaction (group commit: a burst of turns, each
+    writing what it shows before showing it, costs one commit a round, not one a write), each in a savepoint of its
+    own so one that fails is undone alone; every caller gets its result only once that transaction is committed, and
+    a write runs even if its caller is cancelled meanwhile."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         super().__init__(engine)
@@ -59,19 +65,40 @@ class SqliteDatabase(Database):
         self._writer = DriverThread(self.sync_engine, "wld-sqlite-writer", "BEGIN IMMEDIATE")
         self._inline_writer = InlineConnection(self.sync_engine, "BEGIN IMMEDIATE", busy_timeout_ms=0)
         self._reader = InlineConnection(self.sync_engine, "BEGIN", busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS)
+        self._round: list[tuple[Work[Any], asyncio.Future[Any]]] = []
 
     async def write(self, work: Work[T]) -> T:
+        loop = asyncio.get_running_loop()
+        if not self._round:
+            loop.call_soon(self._commit_round)
+        done: asyncio.Future[T] = loop.create_future()
+        self._round.append((work, done))
+        return await done
+
+    def _commit_round(self) -> None:
+        """The writes asked for since the last round, in one transaction: here, or in the writer thread when another
+        writer holds the lock (or jobs wait there, which go first)."""
+        round_, self._round = self._round, []
+        if not round_:  # committed already, by close
+            return
+        works = [work for work, _ in round_]
         if not self._writer.pending:
             try:
-                return self._inline_writer.run(work)
+                _settle(round_, self._inline_writer.run_all(works))
+                return
             except LockHeld:
                 pass
-        return await self._writer.run(work)
+            except Exception as error:
+                _settle(round_, [Failed(error)] * len(round_))
+                return
+        job = asyncio.ensure_future(self._writer.run(lambda conn: InlineConnection.each(conn, works)))
+        job.add_done_callback(lambda ended: _settle(round_, [Failed(error)] * len(round_) if (error := ended.exception()) else ended.result()))
 
     async def read(self, work: Work[T]) -> T:
         return self._reader.run(work)
 
     async def close(self) -> None:
+        self._commit_round()  # the writes asked for in this round, before the connections close
         await self._writer.close()
         self._inline_writer.close()
         self._reader.close()
@@ -111,6 +138,28 @@ class InlineConnection:
         conn.commit() if conn.in_transaction() else driver.commit()
         return result
 
+    def run_all(self, works: list[Work[Any]]) -> list[Any]:
+        """Several works in one transaction, each in a savepoint: the result of each, or `Failed` with what it raised."""
+        return self.run(lambda conn: InlineConnection.each(conn, works))
+
+    @staticmethod
+    def each(conn: Connection, works: list[Work[Any]]) -> list[Any]:
+        """Run works one after another in ``conn``'s transaction; one that raises is rolled back to where it began and
+        its exception (as `Failed`) is its result. A lone work needs no savepoint: its exception undoes the transaction."""
+        if len(works) == 1:
+            return [works[0](conn)]
+        driver = conn.connection.driver_connection
+        outcomes: list[Any] = []
+        for work in works:
+            driver.execute("SAVEPOINT round")
+            try:
+                outcomes.append(work(conn))
+            except Exception as error:
+                driver.execute("ROLLBACK TO round")
+                outcomes.append(Failed(error))
+            driver.execute("RELEASE round")
+        return outcomes
+
     def close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
@@ -149,6 +198,24 @@ class DriverThread:
         if self._used:
             await asyncio.get_running_loop().run_in_executor(self._executor, self._connection.close)
         self._executor.shutdown(wait=False)
+
+
+@dataclass(frozen=True)
+class Failed:
+    """What a write of a round raised (its savepoint undone)."""
+
+    error: Exception
+
+
+def _settle(round_: list[tuple[Work[Any], asyncio.Future[Any]]], outcomes: list[Any]) -> None:
+    """Hand each write's caller its result (or exception), unless it stopped waiting."""
+    for (_, done), outcome in zip(round_, outcomes):
+        if done.done():
+            continue
+        if isinstance(outcome, Failed):
+            done.set_exception(outcome.error)
+        else:
+            done.set_result(outcome)
 
 
 def database_for(engine: AsyncEngine) -> Database:
