@@ -142,6 +142,7 @@ class App:
         plugins.bind(workflow.PlanWorkflow(PlanCommands(plans, reviews, execution), artifacts), workflow.NAME)
         from .runtimes.acp import AcpRuntime  # the ACP SDK, loaded only by commands that run turns
         from .runtimes.acp_agents import ExternalAgents
+        from .runtimes.mode_command import agent_commands
 
         tools = plugins.tools()
         try:
@@ -162,7 +163,7 @@ class App:
                 settings.sessions.agent,
                 runtime=RuntimeSwitch(NativeRuntime(catalog, store.summaries, settings.sessions.compact_at), AcpRuntime(external_agents, choices), choices),
                 runtimes=choices,
-                commands=CommandRegistry(plugins.commands()),
+                commands=CommandRegistry(agent_commands(external_agents, choices, plugins.commands())),
                 metrics=WorkflowMetrics.in_state_dir(settings.state_dir, settings.workflow_metrics),
                 question_timeout=settings.sessions.question_timeout or None,
                 tool_rules=ToolRules(tuple(settings.tools.allow), tuple(settings.tools.allow_writes)),
@@ -237,12 +238,13 @@ def agent_endpoints(settings: Settings, session_host: SessionHost) -> dict[str, 
     """``runwield`` (the in-process Session Host) and every ``[agents.NAME]``."""
     from .acp.client import CommandAgent
     from .bridge.bridge import BUILTIN_AGENT
+    from .runtimes.agent_adapters import adapter_for
 
     endpoints: dict[str, AgentEndpoint] = {BUILTIN_AGENT: InProcessAgent(session_host)}
     for name, config in settings.agents.items():
         if name == BUILTIN_AGENT:
             raise ConfigError(f"agents.{name}: this name is the built-in Session Host; choose another")
-        endpoints[name] = CommandAgent(config)
+        endpoints[name] = CommandAgent(adapter_for(config).launch(config))
     return endpoints
 
 

@@ -6,7 +6,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -46,6 +46,11 @@ class AgentConfig(Strict):
     cwd: str | None = None
     tools: list[str] = Field(default_factory=list)
     """RunWield tools this agent may call through the MCP bus when it drives a Session; none unless listed."""
+    adapter: Literal["codex", "qwen", "claude", "gemini", "opencode", "generic"] | None = None
+    """What RunWield knows of the agent (its modes); found from ``command`` when unset."""
+    mode: str | None = None
+    """The agent's mode for its sessions; by default the one in which it asks the person (``default`` for Qwen Code,
+    Claude Agent and Gemini CLI; for Codex its approval policy ``untrusted``; for OpenCode its permission ``ask``)."""
 
 
 class WebConfig(Strict):

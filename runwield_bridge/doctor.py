@@ -10,9 +10,11 @@ from typing import Literal
 from .app import App
 from .channels.contract import ChannelContext
 from .bridge.runner import build_channel
-from .config import ConfigError, Settings
+from .config import AgentConfig, ConfigError, Settings
 from .plugin_host import PluginHost
 from .redaction import redact
+from .runtimes.agent_adapters import adapter_for
+from .runtimes.agent_modes import self_approval_warning
 from .web.server import WebServer
 
 VERIFY_TIMEOUT = 30.0
@@ -58,10 +60,24 @@ async def diagnose(settings: Settings) -> AsyncIterator[Finding]:
         for failed in app.plugins.failed:
             yield Finding("problem", f"plugin {failed.name}", f"failed to load ({failed.error}); fix it, or block it in [plugins]")
         yield await listen_finding(settings)
+        for name, agent in settings.agents.items():
+            yield agent_finding(name, agent)
         for name, section in settings.channels.items():
             yield await channel_finding(name, section, app.plugins, settings)
     finally:
         await app.close()
+
+
+def agent_finding(name: str, config: AgentConfig) -> Finding:
+    """The mode the agent's sessions start in, and whether in it the agent approves its own actions."""
+    adapter = adapter_for(config)
+    mode = adapter.mode(config)
+    if mode and adapter.approves_itself(mode):
+        return Finding("problem", f"[agents.{name}]", self_approval_warning(name, mode))
+    if mode is None:
+        return Finding("ok", f"[agents.{name}]", f"{adapter.name} agent: its sessions start in the mode it chooses")
+    asks = ", in which it asks you before it acts" if mode == adapter.asking_mode else ""
+    return Finding("ok", f"[agents.{name}]", f"{adapter.name} agent: its sessions start in its mode `{mode}`{asks}")
 
 
 async def listen_finding(settings: Settings) -> Finding:

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
+import os
+import shlex
+import shutil
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from acp import connect_to_agent
@@ -27,6 +32,7 @@ from acp.schema import (
 from acp.transports import default_environment
 
 from ..config import AgentConfig
+from ..core.command_supervisor import supervised
 from .sdk_gaps import ClientRoute, LineTransport, MessageTransport
 from .transport import STREAM_LIMIT
 
@@ -104,14 +110,17 @@ class CommandAgent:
 @contextlib.asynccontextmanager
 async def agent_process(command: str, args: list[str], env: dict[str, str], cwd: str | None) -> AsyncIterator[asyncio.subprocess.Process]:
     """The agent on pipes, in a session of its own: a terminal's Ctrl-C goes to its foreground process
-    group, and must reach wld (which cancels the turn), not the agent."""
+    group, and must reach wld (which cancels the turn), not the agent. It runs under the command supervisor, so that
+    stopping it stops whatever it started, and the agent and all it started end with wld, also when wld is killed
+    (an agent waiting on a question may not end at the end of its input)."""
+    env = {**default_environment(), **env}
+    program = found_program(command, env.get("PATH"), cwd)
     process = await asyncio.create_subprocess_exec(
-        command,
-        *args,
+        *supervised("exec " + shlex.join([program, *args])),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={**default_environment(), **env},
+        env=env,
         cwd=cwd,
         limit=STREAM_LIMIT,
         start_new_session=True,
@@ -120,6 +129,15 @@ async def agent_process(command: str, args: list[str], env: dict[str, str], cwd:
         yield process
     finally:
         await _stop(process)
+
+
+def found_program(command: str, path: str | None, cwd: str | None) -> str:
+    """The agent's program as its command names it (on ``path``, or relative to ``cwd``); FileNotFoundError, as
+    starting a missing program raises, when there is none."""
+    found = shutil.which(command, path=path) if os.sep not in command else str(Path(cwd or ".", command))
+    if found is None or not os.access(found, os.X_OK):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
+    return found
 
 
 async def _stop(process: asyncio.subprocess.Process) -> None:

@@ -12,10 +12,12 @@ from ..acp.client import AgentEndpoint
 from ..config import ConfigError
 from ..channels.types import BridgeError
 from ..channels.types import Conversation as Chat
+from .agent_mode import settle_agent_mode
 from .agent_links import AgentLink, AgentUnavailable, ClientSink
 from .bindings import BindingStore
 from .claims import Claims
 from .conversation import Conversation, Event
+from .delivery import say
 from .model_menu import model_option
 from .replay import Replay
 from .routes import BindingRoute
@@ -68,6 +70,8 @@ class Sessions:
         except RequestError as exc:
             raise BridgeError(f"Agent {name} could not start a session: {describe_error(exc)}") from None
         link.loaded.add(response.session_id)
+        for warning in await settle_agent_mode(conn, name, link.endpoint, response, response.session_id):
+            await say(conversation.channel, conversation.chat, f"⚠️ {warning}")
         conversation.model_option = model_option(response.config_options)
         await self._persist(conversation, name, response.session_id, workdir)
         return response.session_id

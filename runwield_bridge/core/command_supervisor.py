@@ -96,6 +96,11 @@ def exit_status(status: int) -> int:
     return code if code >= 0 else 128 - code
 
 
+def supervised(command: str) -> list[str]:
+    """The command line that runs the shell ``command`` under this supervisor, which follows this process to its end."""
+    return [sys.executable, "-I", "-S", __file__, command, str(os.getpid())]
+
+
 def supervise(command: str, parent: int) -> int:
     """Run ``command`` in ``/bin/sh`` in a new session; end everything it started; the shell's exit status."""
     prctl(PR_SET_CHILD_SUBREAPER, 1)

@@ -75,7 +75,7 @@ async def run_command(command: str, cwd: Path, timeout: float, on_output: Callab
     started is. ``on_output`` gets the output (stdout and stderr) as it arrives."""
     started = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-I", "-S", command_supervisor.__file__, command, str(os.getpid()), cwd=cwd,
+        *command_supervisor.supervised(command), cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
     )
     captured = bytearray()

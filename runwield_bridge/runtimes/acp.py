@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from acp import RequestError, text_block
@@ -24,6 +25,7 @@ from ..core.models import ModelError
 from ..core.runtime import TurnRequest, TurnResult
 from .acp_agents import NOBODY_ASKED, ExternalAgent, ExternalAgents
 from .acp_asking import ask_elicitation, ask_permission
+from .agent_modes import mode_warnings, settle_mode
 from .choice import PREFIX, RuntimeChoices
 
 T = TypeVar("T")
@@ -82,7 +84,8 @@ class AcpRuntime:
     async def _open(self, agent: ExternalAgent, conn: ClientSideConnection, request: TurnRequest) -> tuple[str, bool]:
         """The agent's session for this Session in the turn's cwd: reopened when it can be, else new. True when new."""
         session_id, cwd = request.session.id, str(request.cwd)
-        known, known_cwd = await self.choices.agent_session(session_id)
+        elsewhere = None if cwd == str(Path(request.session.cwd)) else cwd  # a Plan's worktree: a session of its own
+        known, known_cwd = await self.choices.agent_session(session_id, elsewhere)
         if known and known_cwd == cwd and known in agent.opened:
             return known, False
         agent_session = [known] if known and known_cwd == cwd else []
@@ -91,8 +94,9 @@ class AcpRuntime:
             for way in ("load", "resume"):
                 if agent.capability(way):
                     reopen = conn.load_session if way == "load" else conn.resume_session
-                    await reopen(cwd=cwd, session_id=known, mcp_servers=servers)
+                    reopened = await reopen(cwd=cwd, session_id=known, mcp_servers=servers)
                     agent.opened.add(known)
+                    await self._settle(agent, conn, known, reopened, request)
                     return known, False
             await request.emit(Notice(
                 f"The external agent {agent.name} cannot reopen its earlier session (it offers neither session/load nor "
@@ -102,8 +106,15 @@ class AcpRuntime:
         created = await conn.new_session(cwd=cwd, mcp_servers=servers)
         agent_session[:] = [created.session_id]
         agent.opened.add(created.session_id)
-        await self.choices.keep_agent_session(session_id, agent.name, created.session_id, cwd)
+        await self.choices.keep_agent_session(session_id, agent.name, created.session_id, cwd, elsewhere=elsewhere is not None)
+        await self._settle(agent, conn, created.session_id, created, request)
         return created.session_id, True
+
+    async def _settle(self, agent: ExternalAgent, conn: ClientSideConnection, agent_session: str, opened: Any, request: TurnRequest) -> None:
+        """The opened session in the mode that asks (or the configured one); a warning when the agent approves itself."""
+        mode = agent.modes[agent_session] = await settle_mode(conn, agent_session, opened, agent.adapter, agent.config)
+        for warning in mode_warnings(agent.name, agent.adapter, mode):
+            await request.emit(Notice(warning, "warning"))
 
 
 class ExternalTurn:
@@ -117,6 +128,8 @@ class ExternalTurn:
         self.updates: asyncio.Queue[Any] = asyncio.Queue()
         self.asking: set[asyncio.Future[Any]] = set()
         """The agent's questions being asked; the turn's end withdraws them."""
+        self.speaking = False
+        """The agent's words are being streamed (a run of them starts with the turn's ``voice``, if it has one)."""
         self.pump = asyncio.create_task(self._pump(), name=f"updates:{request.session.id}")
 
     async def prompt(self, conn: ClientSideConnection, agent_session: str, blocks: list[Any]) -> None:
@@ -165,10 +178,13 @@ class ExternalTurn:
         result = self.request.result
         if kind == "agent_message_chunk" and (text := _text(update.content)):
             result.replied = True
-            return [MessageChunk(text, result.message_id)]
+            voice = [] if self.speaking or not self.request.voice else [MessageChunk(self.request.voice, result.message_id, aside=True)]
+            self.speaking = True
+            return [*voice, MessageChunk(text, result.message_id)]
         if kind == "agent_thought_chunk" and (text := _text(update.content)):
             return [Thought(text)]
         if kind in ("tool_call", "tool_call_update"):
+            self.speaking = False  # the agent's next words are a new run, marked again with the turn's voice
             return self._tool_events(update)
         if kind == "plan":
             lines = [f"- [{entry.status}] {entry.content}" for entry in update.entries]

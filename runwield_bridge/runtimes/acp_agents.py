@@ -28,6 +28,8 @@ from ..acp.client import CLIENT_CAPABILITIES, CommandAgent, SessionOfRequest
 from ..config import AgentConfig
 from ..core.models import ModelError
 from ..core.runtime import TurnRequest
+from .agent_adapters import adapter_for
+from .agent_modes import AgentMode
 from .mcp_bus import ToolBus
 
 CLIENT_INFO = Implementation(name="runwield-bridge", title="RunWield Bridge", version=version("runwield-bridge"))
@@ -80,7 +82,8 @@ class ExternalAgent:
     def __init__(self, name: str, config: AgentConfig, start_timeout: float = START_TIMEOUT) -> None:
         self.name = name
         self.config = config
-        self.endpoint = CommandAgent(config)
+        self.adapter = adapter_for(config)
+        self.endpoint = CommandAgent(self.adapter.launch(config))
         self.start_timeout = start_timeout
         self.requests = SessionOfRequest()
         self.bus = ToolBus(config.tools)
@@ -90,6 +93,8 @@ class ExternalAgent:
         self.info: InitializeResponse | None = None
         self.opened: set[str] = set()
         """The agent's sessions created or reopened on the current connection."""
+        self.modes: dict[str, AgentMode] = {}
+        """The mode each of the agent's sessions is in (``/mode``)."""
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 

@@ -93,9 +93,12 @@ async def run_tool(tool: Tool | None, name: str, arguments: dict[str, Any], requ
     ask = request.ask
     context = ToolContext(request.session.id, request.cwd, lambda question: ask(question, None), show=request.emit)
     try:
-        return await tool.run(arguments, context), False
+        output = await tool.run(arguments, context)
     except ToolError as exc:
         return str(exc), True
+    for event in context.shown:  # what the tool shows once it has ended: a saved Plan with its next steps, say
+        await request.emit(event)
+    return output, False
 
 
 class LineReader:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,8 @@ class ToolCall:
     id: str
     name: str
     arguments: dict[str, Any]
+    namespace: str | None = None
+    """The tool's namespace, for a Responses API tool offered in one (Codex offers an MCP server's tools so)."""
 
 
 @dataclass(frozen=True)
@@ -46,11 +48,13 @@ class ScriptedLLMFake(FakeServer):
     unauthorized = "invalid API key"
     default_model = "fake-model"
 
-    def __init__(self, api_key: str = "x", model: str | None = None) -> None:
+    def __init__(self, api_key: str = "x", model: str | None = None, scripted: Callable[[dict[str, Any]], bool] | None = None) -> None:
         super().__init__()
         self.api_key = api_key
         self.model = model or self.default_model
         self.replies: deque[Reply] = deque()
+        self.scripted = scripted
+        """Which requests (by their body) take the queued replies; others (an agent's side requests) get the default."""
 
     def queue(self, *replies: Reply) -> None:
         """Answer the next requests with these replies, in order."""
@@ -64,9 +68,10 @@ class ScriptedLLMFake(FakeServer):
         """Check the key, insist on streaming, and stream the next reply."""
         if not self._authorized(request):
             return self._error_response(401, self.unauthorized)
-        if not (await request.json()).get("stream"):
+        body = await request.json()
+        if not body.get("stream"):
             return self._error_response(400, "this fake only answers stream=true")
-        reply = self.next_reply()
+        reply = self.next_reply() if self.scripted is None or self.scripted(body) else Reply(text=("ok",))
         return await self.sse(request, self._events(reply), reply.pause)
 
     def _authorized(self, request: web.Request) -> bool:
