@@ -6,11 +6,12 @@ import argparse
 import asyncio
 import logging
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from importlib.metadata import version
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import redaction
 from .config import ConfigError, Settings, load_settings
@@ -20,6 +21,7 @@ if TYPE_CHECKING:  # each command imports what it uses, so `wld acp` answers ini
     from .core.sessions import SessionHost
 
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 SESSION_ROW = "{:<36}  {:<16}  {:<14} {:>10}  {}"  # `wld sessions`: id, updated, model, cost, title
 
 
@@ -27,6 +29,32 @@ def _setup_logging(settings: Settings, verbose: int) -> None:
     level = logging.DEBUG if verbose > 1 else logging.INFO if verbose else getattr(logging, settings.log_level.upper(), logging.WARNING)
     logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     redaction.install(settings.model_dump(mode="json"), logging.getLogger().handlers)
+
+
+async def until_stopped(work: Awaitable[int]) -> int:
+    """Run ``work`` until it returns or ``STOP_SIGNALS`` arrive: then it is cancelled, so its cleanup (which stops the
+    agents it started) runs before wld exits; a later signal is ignored (it would cut that cleanup short). 0 after a
+    signal: stopping was asked for."""
+    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+    signalled: list[int] = []
+
+    def stop(signum: int) -> None:
+        if not signalled:
+            signalled.append(signum)
+            task.cancel()
+
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, stop, signum)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if not signalled:
+            raise
+        return 0
+    finally:
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
 
 
 async def cmd_acp(args: argparse.Namespace, settings: Settings) -> int:
@@ -183,7 +211,25 @@ async def cmd_mcp_bus(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     from .doctor import run_doctor
 
-    return await run_doctor(settings)
+    if not args.live:
+        return await run_doctor(settings)
+    from .live_check import live_findings
+
+    return await run_doctor(settings, live_findings(settings))
+
+
+class VersionAction(argparse.Action):
+    """``wld --version``: the version, and the commit when wld runs from a git checkout (read only when asked)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from .build_info import source_commit
+
+        commit = source_commit()
+        print(f"wld {version('runwield-bridge')}" + (f" (commit {commit})" if commit else ""))
+        parser.exit()
 
 
 def _common_options(config_default: object, verbose_default: object) -> argparse.ArgumentParser:
@@ -196,7 +242,7 @@ def _common_options(config_default: object, verbose_default: object) -> argparse
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="wld", description="RunWield Bridge", parents=[_common_options(None, 0)])
     common = _common_options(argparse.SUPPRESS, argparse.SUPPRESS)  # so `wld --config X chat` keeps X
-    parser.add_argument("--version", action="version", version=f"wld {version('runwield-bridge')}")
+    parser.add_argument("--version", action=VersionAction, help="show the version (and the commit of a git checkout) and exit")
     parser.add_argument("--mode", choices=["acp"], help="`--mode acp` is the same as `wld acp`")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", help="`wld COMMAND -h` shows its options")
 
@@ -238,6 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     bus.set_defaults(run=cmd_mcp_bus)
 
     doctor = sub.add_parser("doctor", parents=[common], help="check configuration, state and plugins")
+    doctor.add_argument("--live", action="store_true", help="also start each [agents.NAME], ask it for an exact reply, and stop it")
     doctor.set_defaults(run=cmd_doctor)
     return parser
 
@@ -253,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings(args.config)
         _setup_logging(settings, args.verbose)
-        code = asyncio.run(args.run(args, settings))
+        work = args.run(args, settings)
+        code = asyncio.run(until_stopped(work) if args.run in (cmd_acp, cmd_bridge, cmd_workspace) else work)
         sys.stdout.flush()  # a reader that left shows up here, not as a traceback at exit
         return code
     except ConfigError as exc:

@@ -33,12 +33,13 @@ class Finding:
         return f"{self.status:<8} {self.subject}: {redact(self.detail)}"
 
 
-async def run_doctor(settings: Settings) -> int:
-    """Print every check's line; 1 if any found a problem."""
+async def run_doctor(settings: Settings, *more: AsyncIterator[Finding]) -> int:
+    """Print every check's line (``more``'s after the others); 1 if any found a problem."""
     problems = 0
-    async for finding in diagnose(settings):
-        print(finding.line(), flush=True)
-        problems += finding.status == "problem"
+    for findings in (diagnose(settings), *more):
+        async for finding in findings:
+            print(finding.line(), flush=True)
+            problems += finding.status == "problem"
     print(f"{problems} problem(s) found" if problems else "no problems found")
     return 1 if problems else 0
 

@@ -16,7 +16,7 @@ from runwield_bridge.channels.types import Button, Capabilities, Conversation, M
 from runwield_bridge.bridge.runner import BridgeService
 from runwield_bridge.channels.settings import ChannelSettings
 from runwield_bridge.channels.streaming import StreamingReply
-from runwield_bridge.bridge.supervisor import Backoff
+from runwield_bridge.supervision import Backoff
 from runwield_bridge.config import Settings
 from tests.fakes.base import HttpResult
 from tests.fakes.telegram_api import TelegramFake

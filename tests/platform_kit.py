@@ -15,7 +15,7 @@ from discord.http import Route
 
 from runwield_bridge.app import App, agent_endpoints
 from runwield_bridge.bridge.runner import BridgeService
-from runwield_bridge.bridge.supervisor import Supervisor
+from runwield_bridge.supervision import Supervisor
 from runwield_bridge.config import Settings
 from tests.bridge_kit import FAST_BACKOFF, OWNER, bridge_world, telegram_section
 from tests.fakes.base import FakeServer, HttpResult, RecordedCall

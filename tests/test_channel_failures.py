@@ -13,7 +13,7 @@ import pytest
 
 from runwield_bridge.app import App
 from runwield_bridge.bridge.runner import BridgeService
-from runwield_bridge.bridge.supervisor import Supervisor
+from runwield_bridge.supervision import Supervisor
 from tests.bridge_kit import OWNER, telegram_section
 from tests.fakes.base import json_response
 from tests.fakes.discord_api import DiscordFake

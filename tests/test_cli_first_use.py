@@ -15,6 +15,7 @@ import pytest
 from database_kit import postgres_database
 from sqlalchemy.engine import make_url
 
+from runwield_bridge.build_info import CHECKOUT, source_commit
 from runwield_bridge.cli import build_parser
 from runwield_bridge.config import ConfigError
 from runwield_bridge.core.store import Store
@@ -29,9 +30,24 @@ def wld(*args: str, home: Path, env: dict[str, str] | None = None, stdin: str = 
     return subprocess.run([WLD, *args], input=stdin, capture_output=True, text=True, env=environment, cwd=home, timeout=RUN_TIMEOUT)
 
 
-def test_version_prints_the_installed_version(tmp_path: Path) -> None:
+def git(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_version_prints_the_installed_version_and_the_commit_of_the_git_checkout_it_runs_from(tmp_path: Path) -> None:
     done = wld("--version", home=tmp_path)
-    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, f"wld {version('runwield-bridge')}", "")
+    commit = git("rev-parse", "--short=12", "HEAD", cwd=CHECKOUT)
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, f"wld {version('runwield-bridge')} (commit {commit})", "")
+
+
+def test_the_commit_is_read_from_loose_and_packed_refs_and_is_none_outside_a_checkout(tmp_path: Path) -> None:
+    assert source_commit(tmp_path) is None
+    git("init", "-q", "-b", "main", cwd=tmp_path)
+    git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "one", cwd=tmp_path)
+    assert source_commit(tmp_path) == git("rev-parse", "--short=12", "HEAD", cwd=tmp_path)
+    git("pack-refs", "--all", cwd=tmp_path)
+    assert not (tmp_path / ".git" / "refs" / "heads" / "main").exists()
+    assert source_commit(tmp_path) == git("rev-parse", "--short=12", "HEAD", cwd=tmp_path)
 
 
 def test_every_subcommand_and_argument_has_help_text() -> None:

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from runwield_bridge.bridge.supervisor import Backoff, Supervisor
-from runwield_bridge.bridge.supervisor import log as supervisor_log
+from runwield_bridge.supervision import Backoff, Supervisor
+from runwield_bridge.supervision import log as supervisor_log
 from waiting import PATIENCE
 
 

@@ -10,14 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
-import os
-import shlex
-import shutil
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any, Protocol
 
 from acp import connect_to_agent
@@ -29,12 +24,10 @@ from acp.schema import (
     ElicitationFormCapabilities,
     ElicitationUrlCapabilities,
 )
-from acp.transports import default_environment
 
 from ..config import AgentConfig
-from ..core.command_supervisor import supervised
+from .agent_process import agent_process
 from .sdk_gaps import ClientRoute, LineTransport, MessageTransport
-from .transport import STREAM_LIMIT
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +35,8 @@ CLIENT_CAPABILITIES = ClientCapabilities(
     elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities(), url=ElicitationUrlCapabilities())
 )
 STDERR_LINES_KEPT = 5
-AGENT_EXIT_GRACE = 2.0
-"""Seconds an agent gets to exit after end of input, and again after SIGTERM."""
+HANGUP_GRACE = 1.0
+"""Seconds an agent that closed its output gets to exit, so its exit status can say why it went."""
 
 Connected = tuple[ClientSideConnection, Awaitable[str]]
 """A live connection, and an awaitable that completes (with the reason) when the agent goes away."""
@@ -81,19 +74,33 @@ class CommandAgent:
         command, *args = self.config.command
         async with agent_process(command, args, self.config.env, self.config.cwd) as process:
             assert process.stdin is not None and process.stdout is not None
-            conn = client_connection(client, LineTransport(process.stdout, process.stdin), observers)
+            transport = LineTransport(process.stdout, process.stdin)
+            conn = client_connection(client, transport, observers)
             drain = asyncio.create_task(self._drain_stderr(process.stderr), name=f"stderr:{command}")
             try:
-                yield conn, self._exited(process)
+                yield conn, self._gone(process, transport)
             finally:
                 drain.cancel()
                 await asyncio.gather(drain, return_exceptions=True)
                 await conn.close()
 
-    async def _exited(self, process: asyncio.subprocess.Process) -> str:
-        code = await process.wait()
-        how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+    async def _gone(self, process: asyncio.subprocess.Process, transport: LineTransport) -> str:
+        """Why the agent went away, once its process exits or it closes its output (the connection) and lives on,
+        as a crashed agent's wrapper may: then stopping it is up to the caller."""
+        exited = asyncio.ensure_future(process.wait())
+        closed = asyncio.ensure_future(transport.ended.wait())
+        try:
+            await asyncio.wait([exited, closed], return_when=asyncio.FIRST_COMPLETED)
+            if not exited.done():  # a crash closes the output a moment before the exit is seen
+                await asyncio.wait([exited], timeout=HANGUP_GRACE)
+        finally:
+            closed.cancel()
+            exited.cancel()
         last = f"; it last said: {self.stderr_tail[-1]}" if self.stderr_tail else ""
+        if process.returncode is None:
+            return f"the agent closed the connection but did not exit{last}"
+        code = process.returncode
+        how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
         return f"the agent process ended ({how}){last}"
 
     async def _drain_stderr(self, stream: asyncio.StreamReader | None) -> None:
@@ -105,54 +112,6 @@ class CommandAgent:
             if text:
                 self.stderr_tail.append(text)
                 log.info("agent %s: %s", self.description, text)
-
-
-@contextlib.asynccontextmanager
-async def agent_process(command: str, args: list[str], env: dict[str, str], cwd: str | None) -> AsyncIterator[asyncio.subprocess.Process]:
-    """The agent on pipes, in a session of its own: a terminal's Ctrl-C goes to its foreground process
-    group, and must reach wld (which cancels the turn), not the agent. It runs under the command supervisor, so that
-    stopping it stops whatever it started, and the agent and all it started end with wld, also when wld is killed
-    (an agent waiting on a question may not end at the end of its input)."""
-    env = {**default_environment(), **env}
-    program = found_program(command, env.get("PATH"), cwd)
-    process = await asyncio.create_subprocess_exec(
-        *supervised("exec " + shlex.join([program, *args])),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-        cwd=cwd,
-        limit=STREAM_LIMIT,
-        start_new_session=True,
-    )
-    try:
-        yield process
-    finally:
-        await _stop(process)
-
-
-def found_program(command: str, path: str | None, cwd: str | None) -> str:
-    """The agent's program as its command names it (on ``path``, or relative to ``cwd``); FileNotFoundError, as
-    starting a missing program raises, when there is none."""
-    found = shutil.which(command, path=path) if os.sep not in command else str(Path(cwd or ".", command))
-    if found is None or not os.access(found, os.X_OK):
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
-    return found
-
-
-async def _stop(process: asyncio.subprocess.Process) -> None:
-    """End of input; then SIGTERM, then SIGKILL, each when the agent has not exited ``AGENT_EXIT_GRACE`` seconds later."""
-    assert process.stdin is not None
-    with contextlib.suppress(OSError, RuntimeError):
-        process.stdin.close()
-    for ask in (process.terminate, process.kill):
-        try:
-            await asyncio.wait_for(process.wait(), AGENT_EXIT_GRACE)
-            return
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                ask()
-    await process.wait()
 
 
 class SessionOfRequest:

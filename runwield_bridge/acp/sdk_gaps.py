@@ -80,6 +80,8 @@ class LineTransport:
         self.reader = reader
         self.sink = sink
         self.closed = False
+        self.ended = asyncio.Event()
+        """Set at the end of the input: the other side closed the connection."""
         self._outgoing: list[bytes] = []
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -99,6 +101,7 @@ class LineTransport:
         while True:
             line = await self.read_line()
             if not line:
+                self.ended.set()
                 return None
             line = line.strip()
             if line and (message := await self.parse(line)) is not None:

@@ -39,7 +39,7 @@ from .reopening import BUILTIN_AGENT, Reopening  # BUILTIN_AGENT: wld chat's and
 from .routes import BindingRoute
 from .sessions import Sessions
 from .spawn import Spawner
-from .supervisor import Backoff
+from ..supervision import Backoff
 from .turns import Turns
 from .updates import Updates
 

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from .supervisor import Supervisor
+from ..supervision import Supervisor
 
 log = logging.getLogger(__name__)
 

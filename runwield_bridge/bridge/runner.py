@@ -25,7 +25,7 @@ from .inbox import INTERRUPTED, ChannelInbox
 from .instances import HandoffRecord, Instances
 from .links import unreachable_links
 from .routes import parse_routes
-from .supervisor import Backoff, Supervisor
+from ..supervision import Backoff, Supervisor
 
 log = logging.getLogger(__name__)
 

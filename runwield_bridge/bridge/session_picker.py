@@ -15,7 +15,8 @@ from acp.schema import SessionInfo
 from ..acp.extensions import ARCHIVED
 from ..ages import age
 from ..channels.types import BridgeError
-from .agent_links import AgentLink, AgentUnavailable
+from ..acp.agent_connection import AgentUnavailable
+from .agent_links import AgentLink
 from .conversation import Conversation
 from .delivery import deliver
 from .offers import Offers

@@ -13,7 +13,8 @@ from ..config import ConfigError
 from ..channels.types import BridgeError
 from ..channels.types import Conversation as Chat
 from .agent_mode import settle_agent_mode
-from .agent_links import AgentLink, AgentUnavailable, ClientSink
+from ..acp.agent_connection import AgentUnavailable, SessionSink
+from .agent_links import AgentLink
 from .bindings import BindingStore
 from .claims import Claims
 from .conversation import Conversation, Event
@@ -22,7 +23,7 @@ from .model_menu import model_option
 from .replay import Replay
 from .routes import BindingRoute
 from .session_picker import require_known
-from .supervisor import Backoff
+from ..supervision import Backoff
 from .turn_errors import describe_error
 
 
@@ -32,7 +33,7 @@ class Sessions:
     def __init__(
         self,
         agents: dict[str, AgentEndpoint],
-        sink: ClientSink,
+        sink: SessionSink,
         bindings: BindingStore,
         routes: Sequence[BindingRoute],
         claims: Claims,

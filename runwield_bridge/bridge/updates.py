@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 
 class Updates:
-    """The ACP client side of every agent link (its ``ClientSink``): traffic found by session, routed by state."""
+    """The ACP client side of every agent link (its ``SessionSink``): traffic found by session, routed by state."""
 
     def __init__(
         self, conversations: Conversations, claims: Claims, children: ChildLines, questions: ChatQuestions, offers: Offers, messages: MessageLog, instance: str | None, background: Background

@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
@@ -37,23 +38,34 @@ def prctl(option: int, value: int) -> bool:
         return False
 
 
-def living_descendants() -> dict[int, str]:
-    """The supervisor's descendants that have not exited (pid: command line), from /proc; empty without /proc."""
-    parents: dict[int, int] = {}
-    states: dict[int, str] = {}
+def process_table() -> dict[int, tuple[str, int, int]]:
+    """Every process in /proc: pid -> (state, parent, process group); empty without /proc."""
+    table: dict[int, tuple[str, int, int]] = {}
     for entry in Path("/proc").glob("[0-9]*"):
         with contextlib.suppress(OSError, IndexError, ValueError):
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            states[int(entry.name)], parents[int(entry.name)] = fields[0], int(fields[1])
-    family, found = {os.getpid()}, True
+            table[int(entry.name)] = (fields[0], int(fields[1]), int(fields[2]))
+    return table
+
+
+def living_descendants(roots: Iterable[int] = ()) -> dict[int, str]:
+    """The descendants of ``roots`` (default: this process) that have not exited (pid: command line), from /proc;
+    empty without /proc."""
+    table = process_table()
+    tops = set(roots) or {os.getpid()}
+    family, found = set(tops), True
     while found:
         found = False
-        for pid, parent in parents.items():
+        for pid, (_, parent, _) in table.items():
             if parent in family and pid not in family:
                 family.add(pid)
                 found = True
-    family.discard(os.getpid())
-    return {pid: command_line(pid) for pid in family if states.get(pid) != "Z"}
+    return {pid: command_line(pid) for pid in family - tops if table.get(pid, ("Z",))[0] != "Z"}
+
+
+def living_members(group: int) -> set[int]:
+    """The processes of process group ``group`` that have not exited, from /proc."""
+    return {pid for pid, (state, _, pgrp) in process_table().items() if pgrp == group and state != "Z"}
 
 
 def command_line(pid: int) -> str:

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from acp import RequestError, text_block
 from acp.client.connection import ClientSideConnection
-from acp.schema import AllowedOutcome, PermissionOption, RequestPermissionResponse, ToolCallProgress, ToolCallUpdate
+from acp.schema import AllowedOutcome, PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
 from ..core.context import Context, ContextLedger, ContextState, assemble_context
 from ..core.events import Event, MessageChunk, Notice, Thought, ToolProgress, Usage, UserMessage
@@ -75,7 +75,7 @@ class AcpRuntime:
                 await turn.drain()
                 agent.turns.pop(agent_session, None)
         except ConnectionError as exc:
-            await agent.lost(conn)
+            agent.link.lost(conn)
             raise ModelError(f"the external agent {agent.name} failed: {exc}") from None
         except RequestError as exc:
             raise ModelError(f"the external agent {agent.name} failed: {exc}") from None
@@ -86,18 +86,17 @@ class AcpRuntime:
         session_id, cwd = request.session.id, str(request.cwd)
         elsewhere = None if cwd == str(Path(request.session.cwd)) else cwd  # a Plan's worktree: a session of its own
         known, known_cwd = await self.choices.agent_session(session_id, elsewhere)
-        if known and known_cwd == cwd and known in agent.opened:
+        if known and known_cwd == cwd and known in agent.link.loaded:
             return known, False
         agent_session = [known] if known and known_cwd == cwd else []
         servers = await agent.bus.offer(request.tools, agent.running(agent_session))
         if agent_session:
-            for way in ("load", "resume"):
-                if agent.capability(way):
-                    reopen = conn.load_session if way == "load" else conn.resume_session
-                    reopened = await reopen(cwd=cwd, session_id=known, mcp_servers=servers)
-                    agent.opened.add(known)
-                    await self._settle(agent, conn, known, reopened, request)
-                    return known, False
+            if agent.link.can_load or agent.link.offers("resume"):
+                reopen = conn.load_session if agent.link.can_load else conn.resume_session
+                reopened = await reopen(cwd=cwd, session_id=known, mcp_servers=servers)
+                agent.link.loaded.add(known)
+                await self._settle(agent, conn, known, reopened, request)
+                return known, False
             await request.emit(Notice(
                 f"The external agent {agent.name} cannot reopen its earlier session (it offers neither session/load nor "
                 "session/resume), so it starts a new one and does not remember this Session's earlier turns.",
@@ -105,7 +104,7 @@ class AcpRuntime:
             ))  # fmt: skip
         created = await conn.new_session(cwd=cwd, mcp_servers=servers)
         agent_session[:] = [created.session_id]
-        agent.opened.add(created.session_id)
+        agent.link.loaded.add(created.session_id)
         await self.choices.keep_agent_session(session_id, agent.name, created.session_id, cwd, elsewhere=elsewhere is not None)
         await self._settle(agent, conn, created.session_id, created, request)
         return created.session_id, True
@@ -210,8 +209,7 @@ class ExternalTurn:
 
     async def on_permission(self, tool_call: ToolCallUpdate, options: list[PermissionOption]) -> RequestPermissionResponse:
         """The agent asks to go ahead: the user is asked; anything but a chosen option is a rejection. The request may
-        be the only place the agent names the tool, so it is shown (as an update) before the question."""
-        self.on_update(ToolCallProgress(**tool_call.model_dump(), session_update="tool_call_update"))
+        be the only place the agent names the tool, so the connection sent it as an update, shown before the question."""
         await asyncio.shield(self.updates.join())  # the tool call is shown before the question about it
         chosen = await self._asked(ask_permission(self.request.ask, tool_call, options), None)
         if chosen is None:

@@ -21,6 +21,7 @@ What a prompt contains decides what it does:
   "crash"       exits at once with code 3
   "hangup"      closes its stdout (the connection) and lingers 30 s before it exits, as a wrapper of a crashed agent may
   an image      says how many images and bytes it got
+  "Reply with exactly WORDS"  says WORDS
   anything else "echo: <text>"
 Every call is appended as a JSON line to $AGENT_LOG; sessions persist in $AGENT_STATE (a JSON file),
 so after a restart session/load works and replays the history; session/list lists them (titled by their first
@@ -51,6 +52,7 @@ from acp.schema import (
     SessionListCapabilities,
     AvailableCommand,
     AvailableCommandsUpdate,
+    Implementation,
     InitializeResponse,
     LoadSessionResponse,
     NewSessionResponse,
@@ -63,6 +65,7 @@ from acp.schema import (
 LOG = os.environ.get("AGENT_LOG")
 STATE = Path(os.environ["AGENT_STATE"]) if os.environ.get("AGENT_STATE") else None
 SILENT_STEERING = os.environ.get("AGENT_STEERING") == "silent"
+EXACTLY = "Reply with exactly "
 
 
 def log(method: str, **params: Any) -> None:
@@ -101,6 +104,7 @@ class AskingAgent:
                 prompt_capabilities=PromptCapabilities(image=True),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
+            agent_info=Implementation(name="asking-agent", title="Asking agent", version="1.2.3"),
             field_meta={"steering": {"supported": True}} if SILENT_STEERING else None,
         )
 
@@ -206,6 +210,8 @@ class AskingAgent:
             reply = f"malformed: {response.get('action')}"
         elif "terminal" in words:
             reply = await self.try_client_methods(session_id)
+        elif text.startswith(EXACTLY):
+            reply = text.removeprefix(EXACTLY)
         else:
             reply = f"echo: {text}"
         await self.say(session_id, reply)

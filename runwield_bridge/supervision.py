@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from ..channels.types import Unavailable
-from ..config import ConfigError
+from .channels.types import Unavailable
+from .config import ConfigError
 
 log = logging.getLogger(__name__)
 
