@@ -198,3 +198,21 @@ def test_configuration_errors_name_the_key(section: dict, error: str) -> None:
 
     with pytest.raises(ConfigError, match=error):
         build(section, None)  # type: ignore[arg-type]
+
+
+async def test_slash_queue_shows_and_sets_the_queue_mode(tmp_path: Path) -> None:
+    async with discord_world() as world:
+        await world.fake.wait_until(lambda: any(c["name"] == "queue" for c in world.fake.global_commands))
+        [queue] = [c for c in world.fake.global_commands if c["name"] == "queue"]
+        [mode] = queue["options"]
+        assert [c["value"] for c in mode["choices"]] == ["steer", "collect", "followup", "interrupt", "clear"] and not mode["required"]
+        thread = await world.mention("hello")
+        await world.reply_containing(thread, "You said: hello")
+        echo = await world.slash("queue", thread, mode="collect")
+        assert echo["data"]["content"] == "/queue collect"
+        await world.reply_containing(thread, "Queue mode: collect")
+        await world.slash("queue", thread)
+        shown = await world.reply_containing(thread, "Nothing is waiting.")
+        assert shown["content"].startswith("Queue mode: collect:")
+        await world.slash("status", thread)
+        await world.reply_containing(thread, "Queue: collect")

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from runwield_bridge.bridge import prompts
 from runwield_bridge.core.store import Store
-from tests.bridge_kit import OWNER, bridge_world
+from tests.bridge_kit import OWNER, agent_calls, asking_agent, bridge_world
 from tests.platform_kit import discord_world, slack_world
 from tests.test_interview_in_chat import ELSE, LANGUAGE, TESTS, Messages, Person, ThreadPerson, shown
 
@@ -174,3 +175,24 @@ async def test_a_bad_queue_mode_is_refused_and_changes_nothing(tmp_path: Path) -
         await world.exchange(OWNER, OWNER, "/queue sideways", "There is no queue mode 'sideways'; nothing was changed.")
         status = await world.exchange(OWNER, OWNER, "/queue", "Queue mode:")
         assert status["text"].startswith("Queue mode: steer:") and "Nothing is waiting." in status["text"]
+
+
+async def test_steering_an_agent_that_never_answers_it_queues_the_message_instead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An agent that says it takes steering and then never answers ``_session/steering``: after ``STEER_TIMEOUT``
+    the message is queued (as in ``collect``), and the next turn sends it."""
+    monkeypatch.setattr(prompts, "STEER_TIMEOUT", 0.5)
+    agent = asking_agent(tmp_path)
+    agent["env"]["AGENT_STEERING"] = "silent"
+    async with bridge_world(tmp_path=tmp_path, telegram={"agent": "asker", "sender_context": "never"}, agents={"asker": agent}) as world:
+        await world.send(OWNER, OWNER, "slow please")
+        await world.fake.wait_until(lambda: any("0 " in text for text in world.texts(OWNER)))
+        await world.send(OWNER, OWNER, "and the tests too")
+        await world.reply_containing(OWNER, "📥 Queued (1 message waiting)")
+        assert any(c["method"].endswith("session/steering") for c in agent_calls(tmp_path)), "steering was tried first"
+        assert "steering in telegram:4242 got no answer within 0.5s; the message is queued" in caplog.text
+        await world.send(OWNER, OWNER, "/cancel")
+        await world.reply_containing(OWNER, "📨 Sending the message queued meanwhile")
+        await world.reply_containing(OWNER, "echo: and the tests too")
+        assert not any(STEERED in text for text in world.texts(OWNER))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 
 from ..channels.contract import Channel
 from ..channels.types import Button, Conversation, MessageRef, RateLimited
 
+log = logging.getLogger(__name__)
 PATIENCE = 5
 
 
@@ -19,3 +21,11 @@ async def deliver(channel: Channel, conversation: Conversation, text: str, butto
         except RateLimited as exc:
             await asyncio.sleep(exc.retry_after)
     return await channel.send(conversation, text, buttons)
+
+
+async def say(channel: Channel, conversation: Conversation, text: str) -> None:
+    """Tell the conversation something; a failure is logged, never raised (the Bridge's own notices)."""
+    try:
+        await deliver(channel, conversation, text)
+    except Exception as exc:
+        log.warning("could not tell %s: %s (%s)", conversation.key, text, exc)

@@ -124,12 +124,12 @@ class ChannelInbox:
         """A request run here, where the conversation's turns run."""
         state = await self.bridge.open_state(self.channel, conversation)
         if kind == "cancel":
-            return await self.bridge.cancel(state)
+            return await self.bridge.turns.cancel(state)
         async with state.lock:
             if kind == "new_session":
-                return await self.bridge.new_session(state, args["agent"], args["cwd"])
+                return await self.bridge.sessions.new_session(state, args["agent"], args["cwd"])
             if kind == "resume":
-                return (await self.bridge.resume(state, args["session_id"]))[0]
+                return (await self.bridge.sessions.resume(state, args["session_id"]))[0]
             if kind == "models":
                 return await self.bridge.models(state)
             if kind == "choose_model":

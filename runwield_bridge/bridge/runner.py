@@ -110,7 +110,7 @@ class BridgeService:
             supervisor = Supervisor(f"channel {channel.name}", partial(channel.run, inbox), partial(self.bridge.channel_failed, channel))
             self.listeners.append(supervisor.start())
             self.supervisors.append(supervisor)
-            self.bridge.background.spawn(self.bridge.reopen(channel), f"reopen:{channel.name}")
+            self.bridge.background.spawn(self.bridge.reopening.reopen(channel), f"reopen:{channel.name}")
 
     async def channel_done(self) -> bool:
         """Wait until a channel's listener ends by itself (True: ``/quit`` or end of input at a console),
@@ -129,7 +129,7 @@ class BridgeService:
         """Another instance died: its conversations go on here; what it was handed and had not finished is not run
         again (as for an update a crash cut short, dedupe.py), its conversation is told."""
         for channel in self.channels:
-            await self.bridge.take_up(channel, dead, [key for key in conversations if key.startswith(f"{channel.name}:")])
+            await self.bridge.reopening.take_up(channel, dead, [key for key in conversations if key.startswith(f"{channel.name}:")])
         for handoff in (h for h in cut if h.kind in ("message", "press")):  # a request's asker says it got no answer
             inbox = self.inboxes.get(handoff.channel)
             event = message_from(handoff.payload) if handoff.kind == "message" else press_from(handoff.payload)

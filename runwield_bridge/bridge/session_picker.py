@@ -17,9 +17,10 @@ from ..ages import age
 from ..channels.types import BridgeError
 from ..acp.agent_connection import AgentUnavailable
 from .agent_links import AgentLink
-from .conversations import ConversationState, Replay
+from .conversation import Conversation
 from .delivery import deliver
 from .offers import Offers
+from .replay import Replay
 
 SHOWN = 10
 """How many sessions the list shows, the most recently updated first."""
@@ -87,9 +88,9 @@ async def _listed(link: AgentLink, session_id: str) -> bool:
     return True
 
 
-async def show_sessions(links: Mapping[str, AgentLink], offers: Offers, state: ConversationState) -> None:
+async def show_sessions(links: Mapping[str, AgentLink], offers: Offers, state: Conversation) -> None:
     """The agent's recent sessions as buttons that send ``/resume ID`` (where there are none, each with its command)."""
-    channel, conversation = state.channel, state.conversation
+    channel, conversation = state.channel, state.chat
     name = state.agent or channel.settings.agent
     link = links.get(name)
     if link is None:
@@ -112,7 +113,7 @@ async def show_sessions(links: Mapping[str, AgentLink], offers: Offers, state: C
     await deliver(channel, conversation, "\n".join(lines), shown)
 
 
-def _standing(info: SessionInfo, state: ConversationState) -> str:
+def _standing(info: SessionInfo, state: Conversation) -> str:
     """Where a session stands, as far as the list says: bound here, archived, or nothing to add."""
     if info.session_id == state.session_id:
         return ", continuing here"

@@ -11,17 +11,17 @@ everything else that applies to a message apply to it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from ..channels.background import Background
 from ..channels.contract import Channel, ThreadOpener
-from ..channels.types import BridgeError, Conversation, IncomingMessage, Sender
-from .agent_links import AgentLink
-from .conversations import ConversationState, Replay
+from ..channels.types import BridgeError, IncomingMessage, Sender
+from ..channels.types import Conversation as Chat
+from .conversation import Conversation
 from .delivery import deliver
 from .instances import Instances
+from .sessions import Sessions
 
 USAGE = "Usage: /spawn AGENT [--here | --thread] [--resume SESSION_ID] TASK"
 TITLE_LENGTH = 80
@@ -93,17 +93,12 @@ def _unquoted(text: str) -> str:
 
 
 class SpawnHost(Protocol):
-    """What /spawn needs of the Bridge."""
+    """What /spawn needs of the Bridge: a conversation opened, a message handled as if sent there."""
 
-    links: Mapping[str, AgentLink]
     background: Background
     instances: Instances | None
 
-    async def open_state(self, channel: Channel, conversation: Conversation) -> ConversationState: ...
-
-    async def new_session(self, state: ConversationState, agent: str | None = None, cwd: str | None = None) -> str: ...
-
-    async def resume(self, state: ConversationState, session_id: str, agent: str | None = None) -> tuple[str, Replay]: ...
+    async def open_state(self, channel: Channel, chat: Chat) -> Conversation: ...
 
     async def receive_message(self, channel: Channel, message: IncomingMessage) -> asyncio.Task[None] | None: ...
 
@@ -111,24 +106,25 @@ class SpawnHost(Protocol):
 class Spawner:
     """Runs /spawn for the Bridge."""
 
-    def __init__(self, bridge: SpawnHost) -> None:
+    def __init__(self, sessions: Sessions, bridge: SpawnHost) -> None:
+        self.sessions = sessions
         self.bridge = bridge
 
-    async def spawn(self, state: ConversationState, sender: Sender, argument: str) -> None:
+    async def spawn(self, state: Conversation, sender: Sender, argument: str) -> None:
         """Bind a new (or resumed) session of the agent here or to a new thread, and send it the task from ``sender``.
         Runs with this conversation's lock held."""
-        request = parse_spawn(argument, sorted(self.bridge.links))
+        request = parse_spawn(argument, sorted(self.sessions.links))
         channel = state.channel
         if not request.thread:
             if state.running:
                 raise BridgeError("A turn is running here; send /cancel first, or spawn into a new thread with --thread.")
             session_id = await self._bind(state, request)
-            await deliver(channel, state.conversation, f"🆕 {request.agent} session {session_id} is bound here.")
-            self._send_task(channel, state.conversation, sender, request.task)
+            await deliver(channel, state.chat, f"🆕 {request.agent} session {session_id} is bound here.")
+            self._send_task(channel, state.chat, sender, request.task)
             return
         if not isinstance(channel, ThreadOpener):
             raise BridgeError(f"The {channel.name} channel cannot open threads. Use /spawn AGENT --here TASK instead.")
-        thread = await channel.open_thread(state.conversation, request.title)
+        thread = await channel.open_thread(state.chat, request.title)
         if self.bridge.instances is not None:  # the new thread's turns run on this instance, which starts the first
             await self.bridge.instances.owner(thread.key)
         threaded = await self.bridge.open_state(channel, thread)
@@ -138,21 +134,21 @@ class Spawner:
             except BridgeError as exc:
                 await deliver(channel, thread, f"Nothing was started in this thread: {exc}")
                 raise
-        await deliver(channel, state.conversation, f"🧵 {request.agent} session {session_id} started in a new thread: {request.title}")
+        await deliver(channel, state.chat, f"🧵 {request.agent} session {session_id} started in a new thread: {request.title}")
         if request.task:
             await deliver(channel, thread, f"Task for {request.agent} from {sender.display_name or sender.name}: {request.task}")
         self._send_task(channel, thread, sender, request.task)
 
-    async def _bind(self, state: ConversationState, request: SpawnRequest) -> str:
+    async def _bind(self, state: Conversation, request: SpawnRequest) -> str:
         """Bind the conversation to a new session of the agent, or to the one it resumes (its history summed up)."""
         if request.resume is None:
-            return await self.bridge.new_session(state, request.agent)
-        session_id, replay = await self.bridge.resume(state, request.resume, request.agent)
+            return await self.sessions.new_session(state, request.agent)
+        session_id, replay = await self.sessions.resume(state, request.resume, request.agent)
         if not state.channel.capabilities.full_history:
-            await deliver(state.channel, state.conversation, replay.summary(session_id, request.agent))
+            await deliver(state.channel, state.chat, replay.summary(session_id, request.agent))
         return session_id
 
-    def _send_task(self, channel: Channel, conversation: Conversation, sender: Sender, task: str) -> None:
+    def _send_task(self, channel: Channel, conversation: Chat, sender: Sender, task: str) -> None:
         """The task, as the person's own message in the bound conversation: handled once this command is done, so
         after it where that is this conversation."""
         if task:

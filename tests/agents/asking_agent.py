@@ -26,7 +26,8 @@ What a prompt contains decides what it does:
 Every call is appended as a JSON line to $AGENT_LOG; sessions persist in $AGENT_STATE (a JSON file),
 so after a restart session/load works and replays the history; session/list lists them (titled by their first
 prompt). With $AGENT_LOADS_ANY set, session/load of an id it does not know answers as if it did, replaying nothing
-(as some agents do), instead of refusing it.
+(as some agents do), instead of refusing it. With $AGENT_STEERING=silent it says it takes input into a running turn
+(``_meta.steering``) and never answers ``_session/steering``.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from acp.schema import (
 
 LOG = os.environ.get("AGENT_LOG")
 STATE = Path(os.environ["AGENT_STATE"]) if os.environ.get("AGENT_STATE") else None
+SILENT_STEERING = os.environ.get("AGENT_STEERING") == "silent"
 EXACTLY = "Reply with exactly "
 
 
@@ -103,7 +105,14 @@ class AskingAgent:
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             agent_info=Implementation(name="asking-agent", title="Asking agent", version="1.2.3"),
+            field_meta={"steering": {"supported": True}} if SILENT_STEERING else None,
         )
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        log(method, **params)
+        if SILENT_STEERING and method.lstrip("_") == "session/steering":
+            await asyncio.Event().wait()  # never answers
+        raise RequestError.method_not_found(method)
 
     async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
         session_id = f"test-{uuid.uuid4().hex[:12]}"

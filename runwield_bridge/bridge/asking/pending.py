@@ -128,6 +128,8 @@ class ChatQuestions:
         """Where open questions' messages are noted, so a bridge starting after a crash can mark them expired."""
         self.instance = instance
         """The ``wld bridge`` instance asking (None where only one runs)."""
+        self.watch: Callable[[Conversation, bool], None] | None = None
+        """Told of each question opened in a conversation (True), and when its last open one ends (False)."""
 
     async def ask(self, channel: Channel, conversation: Conversation, question: ChatQuestion, timeout: float) -> Answer:
         """Show the question and wait for its answer, at most ``timeout`` seconds."""
@@ -140,6 +142,8 @@ class ChatQuestions:
         pending = _Pending(self._new_token(), channel, conversation, question, buttons)
         self._by_token[pending.token] = pending
         self._by_conversation.setdefault(conversation.key, []).append(pending)
+        if self.watch is not None:
+            self.watch(conversation, True)
         keeper: Keeper | None = None
         try:
             shown = _buttons(pending)
@@ -255,8 +259,8 @@ class ChatQuestions:
         queue = self._by_conversation.get(pending.conversation.key, [])
         if pending in queue:
             queue.remove(pending)
-        if not queue:
-            self._by_conversation.pop(pending.conversation.key, None)
+        if not queue and self._by_conversation.pop(pending.conversation.key, None) is not None and self.watch is not None:
+            self.watch(pending.conversation, False)
 
 
 def choose(options: Sequence[str], text: str) -> int:

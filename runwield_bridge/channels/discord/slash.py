@@ -1,18 +1,21 @@
-"""The bridge commands as Discord application (slash) commands: /cancel, /new, /resume, /spawn, /sessions, /status and
-/models."""
+"""The bridge commands as Discord application (slash) commands: /cancel, /new, /resume, /spawn, /sessions, /status,
+/queue and /models."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import get_args
 
 import discord
 from discord import app_commands
 
 from ..bridge_commands import BRIDGE_COMMANDS
+from ..settings import QueueMode
 
 RunCommand = Callable[[discord.Interaction, str], Awaitable[None]]
 ShowModels = Callable[[discord.Interaction], Awaitable[None]]
 _DESCRIPTIONS = {command.name: command.description for command in BRIDGE_COMMANDS}
+_QUEUE_CHOICES = [app_commands.Choice(name=value, value=value) for value in (*get_args(QueueMode), "clear")]
 
 
 def slash_commands(run: RunCommand, show_models: ShowModels) -> list[app_commands.Command]:
@@ -50,11 +53,17 @@ def slash_commands(run: RunCommand, show_models: ShowModels) -> list[app_command
     async def status(interaction: discord.Interaction) -> None:
         await run(interaction, "/status")
 
+    @app_commands.command(name="queue", description=_DESCRIPTIONS["queue"])
+    @app_commands.describe(mode="A queue mode for what you send while the agent works, or clear to drop what waits")
+    @app_commands.choices(mode=_QUEUE_CHOICES)
+    async def queue(interaction: discord.Interaction, mode: str | None = None) -> None:
+        await run(interaction, f"/queue {mode or ''}".strip())
+
     @app_commands.command(name="models", description="Choose this session's model")
     async def models(interaction: discord.Interaction) -> None:
         await show_models(interaction)
 
-    return [cancel, new, resume, spawn, sessions, status, models]
+    return [cancel, new, resume, spawn, sessions, status, queue, models]
 
 
 def spawn_command(agent: str, task: str, thread: bool, resume: str | None) -> str:
