@@ -23,7 +23,7 @@ BINDING_OF = by_key(Binding, BindingRow)
 BIND = Prepared(insert(BINDINGS).values({name: bindparam(name) for name in BINDINGS.c.keys()}))
 REBIND = Prepared(
     update(BINDINGS)
-    .where(BINDINGS.c.conversation == bindparam("conversation"))
+    .where(BINDINGS.c.conversation == bindparam("key"))  # a column's own name is reserved in an UPDATE (PostgreSQL)
     .values({name: bindparam(name) for name in ("agent", "acp_session_id", "cwd", "updated_at")})
 )
 
@@ -50,7 +50,10 @@ class BridgeStateRepository(Repository):
         values = asdict(binding)
 
         def write(conn: Connection) -> None:
-            (REBIND if BINDING_OF.first(conn, {"key0": conversation}) else BIND).run(conn, values)
+            if BINDING_OF.first(conn, {"key0": conversation}):
+                REBIND.run(conn, {**values, "key": conversation})
+            else:
+                BIND.run(conn, values)
 
         await self._database.write(write)
         return binding
