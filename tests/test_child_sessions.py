@@ -138,6 +138,17 @@ async def test_cancelling_the_parent_cancels_its_running_child_and_no_result_fol
         assert not [t for t in chat.texts(OWNER) if "finished the task" in t or "too late" in t], "no late result"
 
 
+async def test_cancel_when_only_a_child_runs_cancels_the_child(tmp_path: Path) -> None:
+    async with world(tmp_path) as (chat, fake):
+        await chat.say(OWNER, "delegate to tester: hold it")
+        await chat.reply_containing(OWNER, '"status": "accepted"', final=True)  # the parent's turn has settled
+        await until(lambda: bool(agent_calls(tmp_path, "session/prompt")), "the child's prompt")
+        await chat.say(OWNER, "/cancel")
+        await until(lambda: bool(agent_calls(tmp_path, "session/cancel")), "the child's turn cancelled")
+        await until(lambda: line_of(fake, OWNER)["text"] == "🧵 tester: hold it … cancelled", "the line edited to cancelled")
+        assert not [t for t in chat.texts(OWNER) if t == "Nothing is running."], "a running child is something to cancel"
+
+
 async def test_send_session_steers_a_busy_peer_or_queues_for_an_idle_one_and_its_reply_comes_back_later(tmp_path: Path) -> None:
     async with world(tmp_path) as (chat, fake):
         await chat.say(PEER_CHAT, "think about it slowly, slow")

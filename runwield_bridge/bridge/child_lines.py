@@ -56,6 +56,11 @@ class ChildLines:
             except Exception as exc:
                 log.warning("could not show a child session's line in %s: %s", conversation.key, exc)
 
+    def running(self, conversation: Conversation, parent: str | None) -> bool:
+        """Whether a child of the conversation's session is still running (``/cancel`` then has something to stop)."""
+        lines = self._lines.get((conversation.key, parent or ""), {})
+        return any(line.child.state == "running" for line in lines.values())
+
     def status(self, conversation: Conversation, parent: str | None) -> str | None:
         """The ``/status`` line naming the children of the conversation's session (id, agent, state), if it has any."""
         lines = self._lines.get((conversation.key, parent or ""))

@@ -43,7 +43,7 @@ class Commands:
             except BridgeError as exc:
                 await say(channel, chat, str(exc))
         elif command.name == "cancel":
-            if not await self.turns.cancel(conversation):
+            if not await self.turns.cancel(conversation, self.children.running(conversation.chat, conversation.session_id)):
                 await say(channel, chat, "Nothing is running.")
             elif conversation.queue:
                 await say(channel, chat, going_next(len(conversation.queue)))

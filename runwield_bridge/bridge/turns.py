@@ -96,10 +96,11 @@ class Turns:
             elif conversation.state is State.IDLE and conversation.queue:
                 await self.send_queued(conversation)
 
-    async def cancel(self, conversation: Conversation) -> bool:
-        """Cancel open questions and the running turn (``session/cancel``); True if a turn was running."""
+    async def cancel(self, conversation: Conversation, children: bool = False) -> bool:
+        """Cancel open questions and the running turn (``session/cancel``, which also stops the session's running
+        ``children``, when it has any); True if a turn or a child was running."""
         self.questions.cancel(conversation.chat)
-        if not conversation.running:
+        if not conversation.running and not children:
             return False
         link = self.sessions.links.get(conversation.agent or "")
         if link is not None and link.conn is not None and conversation.session_id is not None:
