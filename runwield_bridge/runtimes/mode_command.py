@@ -71,7 +71,7 @@ def agent_models(model: Command, runtimes: AgentRuntimes) -> Command:
             return None if wanted is None else await model.run(ctx, wanted)
         assert value is not None
         if await _applied(ctx, runtimes, "model", value) is not None:
-            await ctx.say(f"Model: {own.agent}: {value}.")
+            await ctx.say(f"Model: {own.agent}: {dict(own.models)[value]}.")
         return None
 
     return Command(model.name, model.description, run, model.aliases, model.hint, model.source, model.advertised)
