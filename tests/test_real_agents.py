@@ -12,6 +12,7 @@ from acp_session import menus, offered, say, selection, since, text_since, wld_s
 from acp_wire import WireClient
 from fakes.openai_api import Reply
 from tests.bridge_kit import OWNER, bridge_world
+from tests.fakes.telegram_api import TelegramFake
 from test_cli_first_use import free_port, wld
 from waiting import PATIENCE, until
 from real_agents import AGENTS, CODEX, QWEN, RealAgent, menu_choice
@@ -180,6 +181,22 @@ async def test_a_chat_on_qwen_through_the_bridge_gets_its_write_as_a_question_an
             await world.press(OWNER, OWNER, reject["callback_data"], message_id)
             await fake.wait_until(lambda: any("canceled by the user" in json.dumps(call.params) for call in fake.calls))  # Qwen was told
             assert not (tmp_path / "rejected.txt").exists()
+
+
+async def test_a_session_the_bridge_resumes_on_qwen_is_put_back_in_its_asking_mode(tmp_path: Path) -> None:
+    async with QWEN.fake() as fake, TelegramFake() as telegram:
+        fake.queue(Reply(text=("first words",)), Reply(tool_calls=(QWEN.write("c1", tmp_path, "asked.txt", "no"),)))
+        agents = {"qwen": QWEN.section(tmp_path / "home", fake)}
+        world_settings: dict[str, Any] = {"tmp_path": tmp_path, "fake": telegram, "telegram": {"agent": "qwen", "cwd": str(tmp_path)}, "agents": agents}
+        async with bridge_world(**world_settings) as world:
+            await world.exchange(OWNER, OWNER, "hello", "first words", timeout=2 * PATIENCE)
+            first = (await world.app.store.bridge.get_binding(f"telegram:{OWNER}")).acp_session_id
+            await world.exchange(OWNER, OWNER, "/new", "New session", timeout=2 * PATIENCE)
+        async with bridge_world(**world_settings) as world:  # a new Qwen Code process: it reopens the session in its `auto`
+            await world.exchange(OWNER, OWNER, f"/resume {first}", f"Resumed session {first}", timeout=2 * PATIENCE)
+            await world.send(OWNER, OWNER, "write asked.txt")
+            await world.keyboard(OWNER, "asked.txt", timeout=2 * PATIENCE)
+            assert not (tmp_path / "asked.txt").exists()  # asked, in its `default` mode, before anything was written
 
 
 def test_wld_doctor_says_which_agent_approves_itself_in_its_configured_mode(tmp_path: Path) -> None:
