@@ -112,6 +112,7 @@ async def test_mode_shows_the_agents_own_modes_and_a_choice_changes_how_it_asks(
             await say(client, sid, menu_choice(menu, "YOLO"))
             said = text_since(client, start, sid)
             assert "Mode of qwen: `yolo`." in said and self_approval_warning("qwen", "yolo") in said
+            assert selection(since(client, start, sid, "config_option_update")[-1])["agent_mode"] == "yolo"  # an IDE is told
 
             start = len(client.messages)
             await say(client, sid, "write unasked.txt")
