@@ -168,6 +168,10 @@ async def test_an_ide_sees_the_agents_own_models_and_modes_once_its_session_open
             await client.wait_notification(lambda n: tool_status(n, "c1") == "completed")
             assert (tmp_path / "unasked.txt").read_text() == "yolo" and not menus(client, start, sid, "asked")  # yolo: not asked
             assert fake.turn_models()[-1] == other
+            start = len(client.messages)
+            await say(client, sid, "/agent guide")
+            [changed] = since(client, start, sid, "config_option_update")
+            assert selection(changed)["mode"] == "guide" and selection(changed)["agent_mode"] == "yolo"  # RunWield's Agent, beside the agent's
 
 
 async def test_a_chat_on_qwen_through_the_bridge_gets_its_write_as_a_question_and_reject_leaves_it_unwritten(tmp_path: Path) -> None:
