@@ -143,6 +143,7 @@ class App:
         from .runtimes.acp import AcpRuntime  # the ACP SDK, loaded only by commands that run turns
         from .runtimes.acp_agents import ExternalAgents
         from .runtimes.mode_command import agent_commands
+        from .runtimes.own_choices import AgentRuntimes
 
         tools = plugins.tools()
         try:
@@ -153,6 +154,7 @@ class App:
             raise
         external_agents = ExternalAgents(settings.agents)
         choices = RuntimeChoices(store.bridge, settings.sessions.runtime)
+        runtimes = AgentRuntimes(choices, external_agents)
         try:
             host = SessionHost(
                 store,
@@ -162,8 +164,8 @@ class App:
                 settings.sessions.model,
                 settings.sessions.agent,
                 runtime=RuntimeSwitch(NativeRuntime(catalog, store.summaries, settings.sessions.compact_at), AcpRuntime(external_agents, choices), choices),
-                runtimes=choices,
-                commands=CommandRegistry(agent_commands(external_agents, choices, plugins.commands())),
+                runtimes=runtimes,
+                commands=CommandRegistry(agent_commands(runtimes, plugins.commands())),
                 metrics=WorkflowMetrics.in_state_dir(settings.state_dir, settings.workflow_metrics),
                 question_timeout=settings.sessions.question_timeout or None,
                 tool_rules=ToolRules(tuple(settings.tools.allow), tuple(settings.tools.allow_writes)),

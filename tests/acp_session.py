@@ -105,3 +105,9 @@ def selection(update: dict[str, Any]) -> dict[str, str]:
     """A config_option_update (or a configOptions result) as ``{id: currentValue}``."""
     return {o["id"]: o["currentValue"] for o in update["configOptions"]}
 
+
+
+def offered(update: dict[str, Any], option_id: str) -> list[str]:
+    """The values config option ``option_id`` offers in a config_option_update (or a configOptions result)."""
+    [option] = [o for o in update["configOptions"] if o["id"] == option_id]
+    return [entry["value"] for entry in option["options"]]

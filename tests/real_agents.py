@@ -73,6 +73,10 @@ class RealAgent:
         """The id under which the agent shows the model's tool call ``call_id``."""
         return call_id
 
+    def other_model(self, home: Path, fake: ScriptedLLMFake) -> str:
+        """A model the agent offers besides the fake's (set up in ``home`` if need be), named as its provider gets it."""
+        raise NotImplementedError
+
     def config(self, home: Path, fake: ScriptedLLMFake, extra: str = "") -> str:
         """wld.toml with this agent as the runtime of new Sessions."""
         section = self.section(home, fake)
@@ -106,9 +110,21 @@ class Qwen(RealAgent):
     def bus_ready(self, home: Path) -> dict[str, str]:
         """MCP tools declared to the model, not found through its tool search; session/new waits for the servers
         (Qwen Code otherwise discovers them in the background, after the first prompt may have gone out)."""
-        (home / ".qwen").mkdir(parents=True, exist_ok=True)
-        (home / ".qwen" / "settings.json").write_text(json.dumps({"tools": {"toolSearch": {"enabled": False}}}), encoding="utf-8")
+        qwen_settings(home, tools={"toolSearch": {"enabled": False}})
         return {"QWEN_CODE_LEGACY_MCP_BLOCKING": "1"}
+
+    def other_model(self, home: Path, fake: ScriptedLLMFake) -> str:
+        models = [{"id": model, "name": model, "baseUrl": fake.base_url, "envKey": "OPENAI_API_KEY"} for model in (fake.model, "other-model")]
+        qwen_settings(home, modelProviders={"openai": models})  # its choices are then "MODEL(openai)"
+        return "other-model"
+
+
+def qwen_settings(home: Path, **entries: Any) -> None:
+    """Add ``entries`` to Qwen Code's ``settings.json`` in ``home``."""
+    path = home / ".qwen" / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    settings = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    path.write_text(json.dumps({**settings, **entries}), encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -129,6 +145,9 @@ class Codex(RealAgent):
 
     def write(self, call_id: str, cwd: Path, name: str, text: str) -> ToolCall:
         return ToolCall(call_id, "exec_command", {"cmd": f"printf {text} > {name}"})
+
+    def other_model(self, home: Path, fake: ScriptedLLMFake) -> str:
+        return "gpt-5.2"  # among the models it knows of itself
 
     def bus_call(self, call_id: str, tool: str, arguments: dict[str, Any]) -> ToolCall:
         return ToolCall(call_id, tool, arguments, namespace="mcp__runwield")  # an MCP server's tools are a namespace

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_session import menus, say, since, text_since, wld_session
+from acp_session import menus, offered, say, selection, since, text_since, wld_session
 from acp_wire import WireClient
 from fakes.openai_api import Reply
 from tests.bridge_kit import OWNER, bridge_world
+from tests.fakes.telegram_api import TelegramFake
 from test_cli_first_use import free_port, wld
 from waiting import PATIENCE, until
 from real_agents import AGENTS, CODEX, QWEN, RealAgent, menu_choice
@@ -111,6 +112,7 @@ async def test_mode_shows_the_agents_own_modes_and_a_choice_changes_how_it_asks(
             await say(client, sid, menu_choice(menu, "YOLO"))
             said = text_since(client, start, sid)
             assert "Mode of qwen: `yolo`." in said and self_approval_warning("qwen", "yolo") in said
+            assert selection(since(client, start, sid, "config_option_update")[-1])["agent_mode"] == "yolo"  # an IDE is told
 
             start = len(client.messages)
             await say(client, sid, "write unasked.txt")
@@ -118,21 +120,58 @@ async def test_mode_shows_the_agents_own_modes_and_a_choice_changes_how_it_asks(
             assert (tmp_path / "unasked.txt").read_text() == "yolo" and not menus(client, start, sid, "asked")
 
 
-async def test_model_lists_the_agents_own_models_and_a_choice_reaches_its_provider(tmp_path: Path) -> None:
-    async with CODEX.fake() as fake:
+@pytest.mark.parametrize("agent", [CODEX, QWEN], ids=["codex", "qwen"])
+async def test_model_lists_the_agents_own_models_and_a_choice_reaches_its_provider(tmp_path: Path, agent: RealAgent) -> None:
+    async with agent.fake() as fake:
+        other = agent.other_model(tmp_path / "home", fake)
         fake.queue(Reply(text=("hi",)), Reply(text=("from the other model",)))
-        async with wld_session(tmp_path, config=CODEX.config(tmp_path / "home", fake)) as (client, sid):
+        async with wld_session(tmp_path, config=agent.config(tmp_path / "home", fake)) as (client, sid):
             await say(client, sid, "hello")
-            assert fake.calls[-1]["model"] == "gpt-5.4"
+            assert fake.turn_models()[-1] == fake.model
             start = len(client.messages)
             await say(client, sid, "/model")
             [menu] = menus(client, start, sid, "asked")
-            assert "codex: gpt-5.4 — (current)" in menu and "codex: gpt-5.2" in menu
+            assert f"{agent.name}: {fake.model} — (current)" in menu and f"{agent.name}: {other}" in menu
             start = len(client.messages)
-            await say(client, sid, menu_choice(menu, "codex: gpt-5.2"))
-            assert "Model: codex: gpt-5.2." in text_since(client, start, sid)
+            await say(client, sid, menu_choice(menu, f"{agent.name}: {other}"))
+            assert f"Model: {agent.name}: {other}." in text_since(client, start, sid)
             await say(client, sid, "again")
-            assert fake.calls[-1]["model"] == "gpt-5.2"
+            assert fake.turn_models()[-1] == other
+
+
+async def test_an_ide_sees_the_agents_own_models_and_modes_once_its_session_opens_and_its_choice_reaches_the_agent(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    async with QWEN.fake() as fake:
+        other = QWEN.other_model(home, fake)
+        fake.queue(Reply(text=("hi",)), Reply(tool_calls=(QWEN.write("c1", tmp_path, "unasked.txt", "yolo"),)), Reply(text=("done",)))
+        async with wld_session(tmp_path, config=QWEN.config(home, fake)) as (client, sid):
+            [opened] = [m["result"] for m in client.messages if (m.get("result") or {}).get("sessionId") == sid]
+            assert "agent_mode" not in selection(opened) and not [v for v in offered(opened, "model") if v.startswith("qwen: ")]
+
+            await say(client, sid, "hello")  # the agent's session opens: the IDE is told what it offers
+            [update] = [u for u in since(client, 0, sid, "config_option_update") if "agent_mode" in selection(u)]
+            assert selection(update)["agent_mode"] == "default" and "yolo" in offered(update, "agent_mode")
+            assert selection(update)["model"] == f"qwen: {fake.model}(openai)"
+            assert {f"qwen: {other}(openai)", "scripted", "acp:qwen"} <= set(offered(update, "model"))  # RunWield's choices stay
+
+            choose = {"sessionId": sid, "configId": "model", "value": f"qwen: {other}(openai)"}
+            assert selection(await client.call("session/set_config_option", choose))["model"] == f"qwen: {other}(openai)"
+            refused = await client.request("session/set_config_option", {**choose, "configId": "agent_mode", "value": "reckless"})
+            assert refused["error"]["code"] == -32602 and "offers no mode 'reckless'" in refused["error"]["data"]["details"]
+            start = len(client.messages)
+            chosen = await client.call("session/set_config_option", {**choose, "configId": "agent_mode", "value": "yolo"})
+            assert selection(chosen)["agent_mode"] == "yolo"
+            warning = self_approval_warning("qwen", "yolo")
+            await client.wait_notification(lambda n: warning in json.dumps(n["params"]))
+
+            await say(client, sid, "write unasked.txt")
+            await client.wait_notification(lambda n: tool_status(n, "c1") == "completed")
+            assert (tmp_path / "unasked.txt").read_text() == "yolo" and not menus(client, start, sid, "asked")  # yolo: not asked
+            assert fake.turn_models()[-1] == other
+            start = len(client.messages)
+            await say(client, sid, "/agent guide")
+            [changed] = since(client, start, sid, "config_option_update")
+            assert selection(changed)["mode"] == "guide" and selection(changed)["agent_mode"] == "yolo"  # RunWield's Agent, beside the agent's
 
 
 async def test_a_chat_on_qwen_through_the_bridge_gets_its_write_as_a_question_and_reject_leaves_it_unwritten(tmp_path: Path) -> None:
@@ -147,6 +186,22 @@ async def test_a_chat_on_qwen_through_the_bridge_gets_its_write_as_a_question_an
             await world.press(OWNER, OWNER, reject["callback_data"], message_id)
             await fake.wait_until(lambda: any("canceled by the user" in json.dumps(call.params) for call in fake.calls))  # Qwen was told
             assert not (tmp_path / "rejected.txt").exists()
+
+
+async def test_a_session_the_bridge_resumes_on_qwen_is_put_back_in_its_asking_mode(tmp_path: Path) -> None:
+    async with QWEN.fake() as fake, TelegramFake() as telegram:
+        fake.queue(Reply(text=("first words",)), Reply(tool_calls=(QWEN.write("c1", tmp_path, "asked.txt", "no"),)))
+        agents = {"qwen": QWEN.section(tmp_path / "home", fake)}
+        world_settings: dict[str, Any] = {"tmp_path": tmp_path, "fake": telegram, "telegram": {"agent": "qwen", "cwd": str(tmp_path)}, "agents": agents}
+        async with bridge_world(**world_settings) as world:
+            await world.exchange(OWNER, OWNER, "hello", "first words", timeout=2 * PATIENCE)
+            first = (await world.app.store.bridge.get_binding(f"telegram:{OWNER}")).acp_session_id
+            await world.exchange(OWNER, OWNER, "/new", "New session", timeout=2 * PATIENCE)
+        async with bridge_world(**world_settings) as world:  # a new Qwen Code process: it reopens the session in its `auto`
+            await world.exchange(OWNER, OWNER, f"/resume {first}", f"Resumed session {first}", timeout=2 * PATIENCE)
+            await world.send(OWNER, OWNER, "write asked.txt")
+            await world.keyboard(OWNER, "asked.txt", timeout=2 * PATIENCE)
+            assert not (tmp_path / "asked.txt").exists()  # asked, in its `default` mode, before anything was written
 
 
 def test_wld_doctor_says_which_agent_approves_itself_in_its_configured_mode(tmp_path: Path) -> None:

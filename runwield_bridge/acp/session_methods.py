@@ -37,6 +37,8 @@ from pydantic import BaseModel
 from ..core.catalog import UnknownChoice
 from ..core.events import Event, Notice
 from ..core.interactions import Outcome, PendingQuestion
+from ..core.models import ModelError
+from ..core.records import SessionRecord
 from ..core.sessions import (
     AwaitingReply,
     FormAsker,
@@ -59,7 +61,7 @@ from .listing import list_sessions
 from .mcp_specs import stdio_specs
 from .menus import ChatReply, NoMatch, did_not_match, interpret, other_prompt, read_reply
 from .sdk_gaps import request_withdrawn_on_cancel
-from .updates import Update, commands_update, event_to_update, notification, question_update, record_options, wire
+from .updates import Update, commands_update, event_to_update, notification, own_choice, question_update, record_options, wire
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +120,7 @@ class SessionMethods:
         self.host.attach(record.id, self.emitter(record.id), self._forms(record.id))
         self.server.after_response(self._advertise_commands(record.id))
         self.server.after_response(self._tell(record.id, problems))
-        runtime = await self.host.runtimes.of(record.id)
-        options = record_options(self.host.models, record, runtime)
+        options = await self._options(record)
         return NewSessionResponse(session_id=record.id, config_options=options, field_meta=await self._revision_meta(record.id, request))
 
     async def load_session(self, request: LoadSessionRequest) -> LoadSessionResponse:
@@ -155,7 +156,12 @@ class SessionMethods:
         self.server.after_response(self._advertise_commands(record.id))
         self.server.after_response(self._tell(record.id, problems))
         self.server.after_response(self.host.attend(record.id, emit, self._forms(record.id)))
-        return record_options(self.host.models, record, await self.host.runtimes.of(record.id))
+        return await self._options(record)
+
+    async def _options(self, record: SessionRecord) -> list[Any]:
+        """The Session's complete config options, its external agent's own modes and models among them once known."""
+        runtimes = self.host.runtimes
+        return record_options(self.host.models, record, await runtimes.of(record.id), await runtimes.own_choices(record.id))
 
     async def _start_mcp_servers(self, session_id: str, servers: list[Any] | None) -> list[str]:
         """Start the client's stdio MCP servers for the Session; what could not be used, in words."""
@@ -274,19 +280,27 @@ class SessionMethods:
 
     async def set_config_option(self, request: SetSessionConfigOptionSelectRequest) -> SetSessionConfigOptionResponse:
         """The client's own change: the answer carries the complete options, and no update echoes it back
-        (``config_option_update`` is for changes the agent makes; nothing is said outside a turn)."""
-        await self._open(request.session_id)
+        (``config_option_update`` is for changes the agent makes). The external agent's own mode or model goes to
+        its session; when the agent approves itself in the chosen mode, a notice says so."""
+        session_id = request.session_id
+        await self._open(session_id)
         field = {"model": "model", "thought_level": "reasoning", "mode": "agent"}.get(request.config_id)
-        if field is None:
+        own = own_choice(await self.host.runtimes.own_choices(session_id), request.config_id, request.value)
+        if field is None and own is None:
             raise RequestError.invalid_params({"configId": request.config_id, "details": "unknown config option"})
         try:
-            record = await self.host.select(request.session_id, **{field: request.value})
+            if own is not None:
+                self.server.after_response(self._tell(session_id, await self.host.runtimes.choose_own(session_id, *own)))
+                record = await self.host.get(session_id)
+            else:
+                record = await self.host.select(session_id, **{str(field): request.value})
         except UnknownChoice as exc:
             raise RequestError.invalid_params({"configId": request.config_id, "details": str(exc)}) from None
+        except ModelError as exc:
+            raise RequestError.internal_error({"configId": request.config_id, "details": str(exc)}) from None
         except SessionBusy as exc:
-            raise _busy(request.session_id, str(exc)) from None
-        runtime = await self.host.runtimes.of(record.id)
-        return SetSessionConfigOptionResponse(config_options=record_options(self.host.models, record, runtime))
+            raise _busy(session_id, str(exc)) from None
+        return SetSessionConfigOptionResponse(config_options=await self._options(record))
 
     async def _open(self, session_id: str):
         try:

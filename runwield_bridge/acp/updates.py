@@ -31,6 +31,7 @@ from pydantic import BaseModel
 from ..core.catalog import BUILTIN_AGENTS, ModelCatalog
 from ..core.commands import Command
 from ..core.events import (
+    AgentChoices,
     ArtifactLink,
     ChildProgress,
     Event,
@@ -47,7 +48,7 @@ from ..core.events import (
     UserMessage,
 )
 from ..core.records import SessionRecord
-from ..core.runtime import EXTERNAL, NATIVE
+from ..core.runtime import EXTERNAL, NATIVE, OwnChoice
 from .extensions import (
     ALIASES,
     ARTIFACT_REVIEW,
@@ -67,6 +68,8 @@ from .extensions import (
 )
 from .menus import render_menu
 
+AGENT_MODE = "agent_mode"
+"""The config option holding the external agent's own modes, in a Session it drives (``mode`` is RunWield's Agent)."""
 NOTICE_PREFIX = {"info": "ℹ️ ", "success": "✅ ", "warning": "⚠️ ", "error": "❌ "}
 Update = (
     UserMessageChunk
@@ -118,7 +121,7 @@ def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> Update
     if isinstance(event, PlanSaved):
         return _agent_text(event.text, event.message_id, PLAN_SAVED.meta(plan_saved_meta(event)))
     if isinstance(event, SelectionChanged) and catalog is not None:
-        options = config_options(catalog, event.agent, event.model, event.reasoning, event.runtime)
+        options = config_options(catalog, event.agent, event.model, event.reasoning, event.runtime, event.own)
         return ConfigOptionUpdate(session_update="config_option_update", config_options=options)
     if isinstance(event, QuestionAsked):
         return question_update(render_menu(event.question), event.question_id, "asked")
@@ -194,20 +197,38 @@ def child_update(event: ChildProgress) -> ToolCallStart | ToolCallProgress:
     return ToolCallProgress(session_update="tool_call_update", tool_call_id=call_id, status=status, **meta)
 
 
-def config_options(catalog: ModelCatalog, agent: str, model: str, reasoning: str | None, runtime: str = NATIVE) -> list[SessionConfigOptionSelect]:
+def config_options(
+    catalog: ModelCatalog, agent: str, model: str, reasoning: str | None, runtime: str = NATIVE, own: AgentChoices | None = None
+) -> list[SessionConfigOptionSelect]:
     """The complete current selection: Agent (mode), what drives the turns (a model, or after the models an
-    external agent as ``acp:NAME``), and reasoning level where the model reasons."""
+    external agent as ``acp:NAME``), and reasoning level where the model reasons. In a Session an external agent
+    drives, once its session is open (``own``): its own models first in the model select, as "NAME: model", and its
+    own modes as one more select of category ``mode`` (``agent_mode``)."""
     models = [_option(m.id, m.name, m.description) for m in catalog.all()]
     agents = [_option(EXTERNAL + name, f"{name} (external agent)", f"[agents.{name}] drives the turns") for name in catalog.external]
+    theirs = [_option(f"{own.agent}: {value}", f"{own.agent}: {name}", f"{own.agent}'s own model") for value, name in own.models] if own else []
+    current = model if runtime == NATIVE else f"{own.agent}: {own.model}" if own and own.model else runtime
     options = [
         _select("mode", "Agent", agent, [_option(a.id, a.name, a.description) for a in BUILTIN_AGENTS]),
-        _select("model", "Model", model if runtime == NATIVE else runtime, [*models, *agents]),
+        _select("model", "Model", current, [*theirs, *models, *agents]),
     ]
+    if own and own.mode is not None:
+        modes = [SessionConfigSelectOption(value=value, name=name) for value, name in own.modes]
+        options.append(SessionConfigOptionSelect(id=AGENT_MODE, name=f"{own.agent} mode", category="mode", type="select", current_value=own.mode, options=modes))
     info = catalog.info(model)
     if runtime == NATIVE and info.reasons and reasoning is not None:
         levels = [SessionConfigSelectOption(value=level, name=level.capitalize()) for level in info.reasoning_levels]
         options.append(_select("thought_level", "Reasoning", reasoning, levels))
     return options
+
+
+def own_choice(own: AgentChoices | None, config_id: str, value: str) -> tuple[OwnChoice, str] | None:
+    """The external agent's own choice a ``session/set_config_option`` makes (its mode, or a "NAME: model"), if any."""
+    if config_id == AGENT_MODE:
+        return "mode", value
+    if config_id == "model" and own is not None and value.startswith(f"{own.agent}: "):
+        return "model", value.removeprefix(f"{own.agent}: ")
+    return None
 
 
 def _select(option_id: str, name: str, current: str, options: list[SessionConfigSelectOption]) -> SessionConfigOptionSelect:
@@ -219,5 +240,5 @@ def _option(value: str, name: str, description: str) -> SessionConfigSelectOptio
     return SessionConfigSelectOption(value=value, name=name, description=description)
 
 
-def record_options(catalog: ModelCatalog, record: SessionRecord, runtime: str = NATIVE) -> list[SessionConfigOptionSelect]:
-    return config_options(catalog, record.agent, record.model, record.reasoning, runtime)
+def record_options(catalog: ModelCatalog, record: SessionRecord, runtime: str = NATIVE, own: AgentChoices | None = None) -> list[SessionConfigOptionSelect]:
+    return config_options(catalog, record.agent, record.model, record.reasoning, runtime, own)

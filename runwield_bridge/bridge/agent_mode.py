@@ -1,4 +1,4 @@
-"""A chat's new agent session in the mode that asks the person (per agent adapter, or ``[agents.NAME] mode``)."""
+"""A chat's agent session, new or reopened, in the mode that asks the person (per agent adapter, or ``[agents.NAME] mode``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ..runtimes.agent_modes import mode_warnings, settle_mode
 
 
 async def settle_agent_mode(conn: ClientSideConnection, name: str, endpoint: object, opened: Any, session_id: str) -> list[str]:
-    """Put the agent session just opened for a chat in its asking (or configured) mode; warnings for the chat."""
+    """Put the agent session just opened (new, loaded or resumed) for a chat in its asking (or configured) mode; warnings for the chat."""
     if not isinstance(endpoint, CommandAgent):
         return []  # the in-process Session Host asks through its own rules
     adapter = adapter_for(endpoint.config)

@@ -71,8 +71,7 @@ class Sessions:
         except RequestError as exc:
             raise BridgeError(f"Agent {name} could not start a session: {describe_error(exc)}") from None
         link.loaded.add(response.session_id)
-        for warning in await settle_agent_mode(conn, name, link.endpoint, response, response.session_id):
-            await say(conversation.channel, conversation.chat, f"⚠️ {warning}")
+        await self._settle(conversation, link, conn, response, response.session_id)
         conversation.model_option = model_option(response.config_options)
         await self._persist(conversation, name, response.session_id, workdir)
         return response.session_id
@@ -142,8 +141,16 @@ class Sessions:
             conversation.replay = None
             conversation.fire(Event.LOADED)
         link.loaded.add(session_id)
+        if response is not None:
+            await self._settle(conversation, link, conn, response, session_id)
         conversation.model_option = model_option(response.config_options if response else None) or conversation.model_option
         return replay
+
+    async def _settle(self, conversation: Conversation, link: AgentLink, conn: Any, opened: Any, session_id: str) -> None:
+        """The session just opened (new, or loaded for ``/resume``, ``/sessions``, ``/spawn --resume`` or a reopening)
+        in the mode that asks; a mode in which the agent approves itself is said in the chat."""
+        for warning in await settle_agent_mode(conn, link.name, link.endpoint, opened, session_id):
+            await say(conversation.channel, conversation.chat, f"⚠️ {warning}")
 
     async def _persist(self, conversation: Conversation, agent: str, session_id: str, cwd: str) -> None:
         await self.bindings.set_binding(conversation.chat.key, agent, session_id, cwd)

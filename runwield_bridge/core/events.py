@@ -80,13 +80,25 @@ class Notice:
 
 
 @dataclass(frozen=True, slots=True)
+class AgentChoices:
+    """The external agent's own modes and models for a Session (``(id, name)`` each), once its session is open."""
+
+    agent: str
+    mode: str | None = None
+    modes: tuple[tuple[str, str], ...] = ()
+    model: str | None = None
+    models: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class SelectionChanged:
-    """The Session's Agent, model or reasoning level changed."""
+    """The Session's Agent, model or reasoning level changed, or (``own``) its external agent's own choices."""
 
     agent: str
     model: str
     reasoning: str | None
     runtime: str = "native"
+    own: AgentChoices | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,10 +14,11 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from .background import StartBackground
-from .events import Event
+from .catalog import UnknownChoice
+from .events import AgentChoices, Event
 from .interactions import Outcome, Question
 from .models import ChatMessage, Image
 from .records import SessionRecord
@@ -91,12 +92,23 @@ EXTERNAL = "acp:"
 """A Session's runtime is ``native`` (its model and RunWield's tools) or ``acp:NAME`` (an ``[agents.NAME]``)."""
 
 
+OwnChoice = Literal["mode", "model"]
+
+
 class RuntimeAxis(Protocol):
-    """Which runtime drives each Session's turns; kept outside the Session's record."""
+    """Which runtime drives each Session's turns (kept outside the Session's record), and the own modes and models of
+    the external agent that drives it."""
 
     async def of(self, session_id: str) -> str: ...
 
     async def choose(self, session_id: str, runtime: str) -> None: ...
+
+    async def own_choices(self, session_id: str) -> AgentChoices | None:
+        """The external agent's own modes and models for the Session; None before its session is open (or native)."""
+
+    async def choose_own(self, session_id: str, kind: OwnChoice, value: str) -> list[str]:
+        """Put the agent's session in its mode (or model) ``value``; what the person must be told (its self-approval
+        warning). UnknownChoice, and nothing changed, for one it does not offer."""
 
 
 class NativeOnly:
@@ -107,3 +119,9 @@ class NativeOnly:
 
     async def choose(self, session_id: str, runtime: str) -> None:
         return None
+
+    async def own_choices(self, session_id: str) -> AgentChoices | None:
+        return None
+
+    async def choose_own(self, session_id: str, kind: OwnChoice, value: str) -> list[str]:
+        raise UnknownChoice(f"this Session's own model drives it: it has no external agent's {kind} {value!r}")

@@ -57,7 +57,7 @@ class Selector:
                 if updated.agent != record.agent:
                     profile = agent_profile(updated.agent)
                     await emit(Notice(f"Now working as the {profile.name} Agent: {profile.description}."))
-                await emit(SelectionChanged(*selection))
+                await emit(SelectionChanged(*selection, await self.runtimes.own_choices(record.id)))  # the agent's own stay
         return updated
 
     async def _runtime(self, current: str, model: str | None) -> str:

@@ -20,12 +20,12 @@ from acp.client.connection import ClientSideConnection
 from acp.schema import AllowedOutcome, PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
 from ..core.context import Context, ContextLedger, ContextState, assemble_context
-from ..core.events import Event, MessageChunk, Notice, Thought, ToolProgress, Usage, UserMessage
+from ..core.events import Event, MessageChunk, Notice, SelectionChanged, Thought, ToolProgress, Usage, UserMessage
 from ..core.models import ModelError
 from ..core.runtime import TurnRequest, TurnResult
 from .acp_agents import NOBODY_ASKED, ExternalAgent, ExternalAgents
 from .acp_asking import ask_elicitation, ask_permission
-from .agent_modes import mode_warnings, settle_mode
+from .agent_modes import mode_warnings, own_choices, settle_mode
 from .choice import PREFIX, RuntimeChoices
 
 T = TypeVar("T")
@@ -110,10 +110,15 @@ class AcpRuntime:
         return created.session_id, True
 
     async def _settle(self, agent: ExternalAgent, conn: ClientSideConnection, agent_session: str, opened: Any, request: TurnRequest) -> None:
-        """The opened session in the mode that asks (or the configured one); a warning when the agent approves itself."""
+        """The opened session in the mode that asks (or the configured one); a warning when the agent approves itself.
+        The Session's clients are told the agent's own modes and models (an IDE's config options), now known, for the
+        agent session in the Session's own directory (not one in a Plan's worktree)."""
         mode = agent.modes[agent_session] = await settle_mode(conn, agent_session, opened, agent.adapter, agent.config)
         for warning in mode_warnings(agent.name, agent.adapter, mode):
             await request.emit(Notice(warning, "warning"))
+        record = request.session
+        if (await self.choices.agent_session(record.id))[0] == agent_session:
+            await request.emit(SelectionChanged(record.agent, record.model, record.reasoning, PREFIX + agent.name, own_choices(agent.name, mode)))
 
 
 class ExternalTurn:

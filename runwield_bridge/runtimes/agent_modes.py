@@ -7,10 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from acp import RequestError
 from acp.client.connection import ClientSideConnection
 from acp.schema import SessionModeState
 
 from ..config import AgentConfig
+from ..core.catalog import UnknownChoice
+from ..core.events import AgentChoices
+from ..core.models import ModelError
+from ..core.runtime import OwnChoice
 from .agent_adapters import AgentAdapter
 
 
@@ -67,3 +72,31 @@ async def _settled(conn: ClientSideConnection, session_id: str, modes: SessionMo
 def mode_warnings(agent: str, adapter: AgentAdapter, mode: AgentMode) -> list[str]:
     """What the person is told before the first turn when the agent approves its own actions in the mode it runs in."""
     return [self_approval_warning(agent, mode.current)] if mode.current and adapter.approves_itself(mode.current) else []
+
+
+def own_choices(agent: str, mode: AgentMode) -> AgentChoices:
+    """What the agent's session offers, as the Session's clients see it: its modes (if it has ACP modes) and models."""
+    current = mode.current if mode.offered else None
+    model = mode.model if mode.model_option else None
+    return AgentChoices(agent, current, tuple(mode.offered), model, tuple(mode.models) if model is not None else ())
+
+
+async def apply_own(conn: ClientSideConnection, agent: str, adapter: AgentAdapter, agent_session: str, mode: AgentMode, kind: OwnChoice, value: str) -> list[str]:
+    """Put the agent's session in its mode (``session/set_mode``) or model (``session/set_config_option``) ``value``;
+    the self-approval warning when the agent approves itself in that mode. UnknownChoice for one it does not offer,
+    ModelError when the agent refuses."""
+    offered = dict(mode.offered if kind == "mode" else mode.models)
+    if value not in offered or (kind == "model" and mode.model_option is None):
+        known = ", ".join(offered) or "none"
+        raise UnknownChoice(f"the external agent {agent} offers no {kind} {value!r} (it offers: {known})")
+    try:
+        if kind == "model" and mode.model_option is not None:
+            await conn.set_config_option(config_id=mode.model_option, session_id=agent_session, value=value)
+            mode.model = value
+            return []
+        if value != mode.current:
+            await conn.set_session_mode(session_id=agent_session, mode_id=value)
+            mode.current = value
+    except (RequestError, ConnectionError) as exc:
+        raise ModelError(f"the external agent {agent} did not change its {kind}: {exc}") from None
+    return [self_approval_warning(agent, value)] if adapter.approves_itself(value) else []

@@ -60,6 +60,10 @@ class ScriptedLLMFake(FakeServer):
         """Answer the next requests with these replies, in order."""
         self.replies.extend(replies)
 
+    def turn_models(self) -> list[str]:
+        """The model each request that takes the queued replies named (an agent's own turns, not its side requests)."""
+        return [call["model"] for call in self.calls if self.scripted is None or self.scripted(call.params)]
+
     def next_reply(self) -> Reply:
         """The next queued reply; an unscripted request gets a short default answer."""
         return self.replies.popleft() if self.replies else Reply(text=("ok",))
