@@ -40,6 +40,7 @@ from ..core.events import (
     PlanSaved,
     QuestionAsked,
     SelectionChanged,
+    SessionSpawned,
     Thought,
     ToolProgress,
     TurnSettled,
@@ -56,6 +57,7 @@ from .extensions import (
     PLAN_LINK,
     PLAN_SAVED,
     QUESTION,
+    SPAWNED,
     TURN,
     ArtifactReviewMeta,
     ChildMeta,
@@ -63,6 +65,7 @@ from .extensions import (
     PlanLinkMeta,
     PlanSavedMeta,
     QuestionMeta,
+    SpawnedMeta,
     TurnMeta,
 )
 from .menus import render_menu
@@ -117,6 +120,9 @@ def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> Update
         return _agent_text(event.text, event.message_id, ARTIFACT_REVIEW.meta(meta))
     if isinstance(event, PlanSaved):
         return _agent_text(event.text, event.message_id, PLAN_SAVED.meta(plan_saved_meta(event)))
+    if isinstance(event, SessionSpawned):
+        meta = SpawnedMeta(session_id=event.session_id, agent=event.agent, task=event.task, place=event.place, cwd=event.cwd)
+        return _agent_text(event.text, event.message_id, SPAWNED.meta(meta))
     if isinstance(event, SelectionChanged) and catalog is not None:
         options = config_options(catalog, event.agent, event.model, event.reasoning, event.runtime)
         return ConfigOptionUpdate(session_update="config_option_update", config_options=options)
