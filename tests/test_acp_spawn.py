@@ -67,11 +67,26 @@ async def test_spawn_starts_the_agent_on_its_task_in_a_new_session_that_a_client
         assert len(sessions) == 1, "the same agent session continues"
 
 
+async def test_spawn_runwield_starts_a_native_session_as_the_chats_do(tmp_path: Path) -> None:
+    async with wld_session(tmp_path, config=config(tmp_path)) as (client, origin):
+        start = len(client.messages)
+        await say(client, origin, "/spawn runwield --thread say hello")
+        [hint] = spawned(client, start, origin)
+        new = hint["sessionId"]
+        await client.call("session/resume", {"sessionId": new, "cwd": str(tmp_path), "mcpServers": []})
+        assert (await say(client, new, "and then?"))["result"] == {"stopReason": "end_turn"}, "it waits for the task's turn"
+        page = await client.call("_runwield/history", {"sessionId": new})
+        said = [e["update"]["content"]["text"] for e in page["entries"] if e["update"]["sessionUpdate"] == "user_message_chunk"]
+        assert said == ["say hello", "and then?"]
+        assert "You said: say hello" in "".join(e["update"]["content"]["text"] for e in page["entries"] if "content" in e["update"])
+        assert not agent_calls(tmp_path), "the scripted model answered, not an external agent"
+
+
 async def test_a_wrong_spawn_is_refused_plainly_and_starts_nothing(tmp_path: Path) -> None:
     async with wld_session(tmp_path, config=config(tmp_path)) as (client, origin):
         before = await listed(client)
         refusals = {
-            "/spawn codex fix it": "There is no agent named 'codex'. Configured agents: echo-agent.",
+            "/spawn codex fix it": "There is no agent named 'codex'. Configured agents: runwield, echo-agent.",
             "/spawn echo-agent": "Say what echo-agent should do.",
             "/spawn echo-agent --here --thread fix it": "Choose one of --here and --thread, not both.",
             "/spawn echo-agent --fast fix it": "/spawn has no option --fast.",

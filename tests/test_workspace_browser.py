@@ -409,7 +409,7 @@ async def test_a_spawn_of_an_unknown_agent_is_refused_in_the_page_and_starts_not
         await start_session(page, tmp_path)
         await send(page, "/spawn codex fix the tests")
         refusal = page.locator("#entries .entry.notice.error")
-        await expect(refusal).to_contain_text("There is no agent named 'codex'. Configured agents: echo-agent. Nothing was started.")
+        await expect(refusal).to_contain_text("There is no agent named 'codex'. Configured agents: runwield, echo-agent. Nothing was started.")
         await send(page, "/spawn echo-agent --thread")
         await expect(refusal.nth(1)).to_contain_text("Say what echo-agent should do.")
         await expect(page.locator("#entries .entry.spawned")).to_have_count(0)

@@ -24,6 +24,7 @@ from .delivery import deliver
 from .instances import Instances
 from .sessions import Sessions
 
+
 def parse_spawn(argument: str, agents: list[str]) -> SpawnRequest:
     """The request a /spawn's argument makes (``spawn_request.py``); BridgeError saying what is wrong."""
     try:

@@ -1,5 +1,6 @@
 """``/spawn AGENT [--here | --thread] [--resume SESSION_ID] TASK`` in the Session Host: a Session of the same project
-on an external agent (``[agents.NAME]``, the runtime ``acp:NAME`` that the model picker offers), whose first turn is
+on an external agent (``[agents.NAME]``, the runtime ``acp:NAME`` that the model picker offers; ``runwield``: a native
+Session on the default model, as in the chats), whose first turn is
 the task, sent as the person's message and run as the Session's own turn (it streams to whichever client opens the
 Session). ``--resume`` gives the task to an earlier Session on that agent instead; an id that is not one is refused
 and nothing is started. This Session then says, in a message of its own, which Session it started, with a hint for a
@@ -11,11 +12,12 @@ from typing import Protocol
 
 from ..spawn_request import SpawnMistake, SpawnRequest, parse_spawn
 from .catalog import ModelCatalog
+from .children import BUILTIN_AGENT
 from .commands import Command, CommandContext
 from .events import Notice, SessionSpawned
 from .live import SessionNotFound
 from .records import SessionRecord
-from .runtime import EXTERNAL, RuntimeAxis, new_message_id
+from .runtime import EXTERNAL, NATIVE, RuntimeAxis, new_message_id
 
 HINT = "AGENT [--here | --thread] [--resume SESSION_ID] TASK"
 
@@ -42,7 +44,7 @@ class SessionSpawner:
     async def spawn(self, origin: SessionRecord, argument: str) -> SessionSpawned:
         """Start (or continue) the Session ``argument`` asks for, its task as its next turn, and say which it is;
         SpawnMistake, with nothing started, when the argument is wrong or names no such Session."""
-        request = parse_spawn(argument, list(self.host.models.external))
+        request = parse_spawn(argument, [BUILTIN_AGENT, *self.host.models.external])
         record = await self._new(origin, request) if request.resume is None else await self._earlier(request)
         if request.task:
             await self.host.start(record.id, request.task)
@@ -55,7 +57,7 @@ class SessionSpawner:
     async def _new(self, origin: SessionRecord, request: SpawnRequest) -> SessionRecord:
         """A new Session in the origin's project, titled with the task, driven by the agent."""
         record = await self.host.create(origin.cwd, title=request.title)
-        await self.host.runtimes.choose(record.id, EXTERNAL + request.agent)
+        await self.host.runtimes.choose(record.id, runtime(request.agent))
         return record
 
     async def _earlier(self, request: SpawnRequest) -> SessionRecord:
@@ -65,9 +67,14 @@ class SessionSpawner:
             record = await self.host.get(request.resume)
         except SessionNotFound:
             record = None
-        if record is None or await self.host.runtimes.of(record.id) != EXTERNAL + request.agent:
+        if record is None or await self.host.runtimes.of(record.id) != runtime(request.agent):
             raise SpawnMistake(f"There is no session {request.resume!r} on {request.agent} to continue.")
         return record
+
+
+def runtime(agent: str) -> str:
+    """The runtime of a Session on ``agent``: native for ``runwield``, else ``acp:AGENT``."""
+    return NATIVE if agent == BUILTIN_AGENT else EXTERNAL + agent
 
 
 async def spawn_command(ctx: CommandContext, args: str) -> None:
