@@ -3,9 +3,9 @@
 ``SessionHost`` has more than 15 public methods (19) because it is the facade over the parts that do the work, one
 job each: the registry of live Sessions (`live.py`), the turn scheduler (`scheduler.py`), the turn itself
 (`turn.py`), the transcript recorder (`recorder.py`), the selection (`selection.py`), the question broker
-(`interactions.py`), the tool servers a client brings (`tool_servers.py`), the images (`vision.py`) and the
-runtime that drives turns (`runtime.py`, the contract), and the Sessions a /spawn starts (`spawned.py`). Each method here only checks the request and hands it
-to those parts.
+(`interactions.py`), the tool servers a client brings (`tool_servers.py`), the images (`vision.py`), the runtime
+that drives turns (`runtime.py`, the contract) and the Sessions a /spawn starts (`spawned.py`). Each method here only
+checks the request and hands it to those parts.
 """
 
 from __future__ import annotations

@@ -345,6 +345,7 @@ function spawnedNow(spawned) {
   else refreshSessions().catch(() => {});
 }
 
+/** Open the Session a /spawn started (from its line's button, or at once for `--here`), then list it. */
 function openSpawned(spawned) {
   const listed = state.sessions.get(spawned.sessionId);
   openSaved(listed || { sessionId: spawned.sessionId, cwd: spawned.cwd, title: null, updatedAt: null }).then(() => refreshSessions().catch(() => {}));
