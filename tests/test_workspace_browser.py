@@ -14,7 +14,7 @@ from acp_wire import WireClient
 from tests.bridge_kit import asking_agent
 from playwright.async_api import Browser, Page, WebSocket, WebSocketRoute, async_playwright, expect
 from test_review_browser import CHROMIUM_ARGS, chromium
-from waiting import PATIENCE
+from waiting import PATIENCE, until
 from workspace_kit import Workspace, cut_connections, screenshot, workspace
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -401,6 +401,21 @@ async def test_spawn_starts_an_agent_on_a_task_beside_this_session_or_opens_it_h
         await expect(page.locator("#entries .live")).to_have_count(0)
         titles = await page.locator("#projects .session").all_inner_texts()
         assert sorted(titles) == ["hello", "hold this", "say hi"]
+
+
+async def test_a_question_a_spawned_task_asked_before_anyone_opened_its_session_is_shown_when_it_is_opened(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path, {"agents": {"echo-agent": asking_agent(tmp_path)}}) as ws:
+        page = await open_page(browser, ws)
+        await start_session(page, tmp_path)
+        await send(page, "/spawn echo-agent --thread choose a colour")
+        opener = page.locator("#entries .entry.spawned").get_by_role("button", name="Open the Session")
+        new = await opener.get_attribute("data-spawned")
+        assert new is not None
+        await until(lambda: (live := ws.app.session_host.registry.find(new)) is not None and live.parked, "the task's question, asked of nobody")
+        await opener.click()
+        await expect(entries(page, "agent", "Pick a colour")).to_have_count(1)
+        await type_during_turn(page, "green")
+        await expect(entries(page, "agent", 'form: accept {"colour": "green"}')).to_have_count(1)
 
 
 async def test_a_spawn_of_an_unknown_agent_is_refused_in_the_page_and_starts_nothing(browser: Browser, tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from .builtin_commands import BUILTIN_COMMANDS
 from .catalog import ModelCatalog, agent_profile
 from .children import ChildSessions, spawn_session_tool
 from .commands import Command, CommandRegistry, Invocation, parse_invocation
-from .events import Event, TurnSettled
+from .events import Event, QuestionAsked, TurnSettled
 from .interactions import InteractionBroker, Outcome, PendingQuestion
 from .live import Emit, FormAsker, LiveSession, SessionNotFound, SessionRegistry
 from .metrics import WorkflowMetrics
@@ -173,10 +173,14 @@ class SessionHost:
             live.follow(emit, forms)
 
     async def attend(self, session_id: str, emit: Emit, forms: FormAsker | None = None) -> None:
-        """A client loaded the Session: attach it, retire a question whose process is gone (saying so), and start
-        what the Session was in the middle of (the load checks' commands) as its own turns."""
+        """A client loaded the Session: attach it (showing it the chat question that a turn nobody followed asked), retire
+        a question whose process is gone (saying so), and start what the Session was in the middle of (the load checks'
+        commands) as its own turns."""
         live = await self.registry.open(session_id)
+        unseen = live.sink is None and live.parked and self.broker.pending(session_id)
         self.attach(session_id, emit, forms)
+        if unseen:
+            await emit(QuestionAsked(unseen.id, unseen.question, unseen.tool_call_id))
         if not live.busy and not live.parked and await self.registry.writer_free(session_id):
             await self.recorder.retire_orphaned_question(live)
         for check in self.load_checks:
