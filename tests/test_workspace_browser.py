@@ -387,6 +387,7 @@ async def test_spawn_starts_an_agent_on_a_task_beside_this_session_or_opens_it_h
         await expect(page.locator("#projects").get_by_role("button", name="say hi")).to_be_visible()  # listed beside it
         await expect(page.locator("#entries .live")).to_have_count(0)  # the turn settled: the saved line keeps its button
         await expect(page.locator("#session-title")).to_have_text("hello")  # this conversation stays open
+        await screenshot(page, "spawn")
         await line.get_by_role("button", name="Open the Session").click()
         await expect(page.locator("#session-title")).to_have_text("say hi")
         await expect(entries(page, "user", "say hi")).to_have_count(1)
