@@ -4,10 +4,12 @@ first turn, named in a message of its own with `_meta.runwield.spawned`; mistake
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from pathlib import Path
 from typing import Any
 
-from acp_session import say, since, text_since, wld_session
+from acp_session import menus, say, since, text_since, wld_session
 from acp_wire import WireClient
 from runwield_bridge.acp.extensions import SPAWNED
 from tests.bridge_kit import agent_calls, asking_agent
@@ -65,6 +67,29 @@ async def test_spawn_starts_the_agent_on_its_task_in_a_new_session_that_a_client
         await until(lambda: "echo: and again" in text_since(client, start, new), "the continued Session's reply")
         sessions = {c["sessionId"] for c in agent_calls(tmp_path, "session/prompt")}
         assert len(sessions) == 1, "the same agent session continues"
+
+
+def asked(wld_home: Path, session_id: str) -> bool:
+    """The Session's transcript holds a question still waiting (read from its SQLite file, as the process wrote it)."""
+    with contextlib.closing(sqlite3.connect(wld_home / "wld.db")) as db:
+        kinds = [kind for (kind,) in db.execute("SELECT kind FROM transcript WHERE session_id = ? ORDER BY id", (session_id,))]
+    return bool(kinds) and kinds[-1] == "question"
+
+
+async def test_a_question_the_task_asked_of_nobody_is_a_chat_menu_for_a_client_without_forms_that_opens_it(tmp_path: Path, wld_home: Path) -> None:
+    async with wld_session(tmp_path, config=config(tmp_path)) as (client, origin):
+        start = len(client.messages)
+        await say(client, origin, "/spawn echo-agent --thread choose a colour")
+        [hint] = spawned(client, start, origin)
+        new = hint["sessionId"]
+        await until(lambda: asked(wld_home, new), "the task's question, asked while no client had its Session open")
+        joined = len(client.messages)
+        await client.call("session/resume", {"sessionId": new, "cwd": str(tmp_path), "mcpServers": []})
+        await until(lambda: menus(client, joined, new, "asked"), "the question shown to the client that opened the Session")
+        [menu] = menus(client, joined, new, "asked")
+        assert "Pick a colour" in menu
+        assert (await say(client, new, "green"))["result"] == {"stopReason": "end_turn"}
+        assert 'form: accept {"colour": "green"}' in text_since(client, joined, new)
 
 
 async def test_spawn_runwield_starts_a_native_session_as_the_chats_do(tmp_path: Path) -> None:

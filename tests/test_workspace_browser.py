@@ -404,7 +404,7 @@ async def test_spawn_starts_an_agent_on_a_task_beside_this_session_or_opens_it_h
         assert sorted(titles) == ["hello", "hold this", "say hi"]
 
 
-async def test_a_question_a_spawned_task_asked_before_anyone_opened_its_session_is_shown_when_it_is_opened(browser: Browser, tmp_path: Path) -> None:
+async def test_a_question_a_spawned_task_asked_before_anyone_opened_its_session_is_a_form_when_it_is_opened(browser: Browser, tmp_path: Path) -> None:
     async with workspace(tmp_path, {"agents": {"echo-agent": asking_agent(tmp_path)}}) as ws:
         page = await open_page(browser, ws)
         await start_session(page, tmp_path)
@@ -414,9 +414,12 @@ async def test_a_question_a_spawned_task_asked_before_anyone_opened_its_session_
         assert new is not None
         await until(lambda: (live := ws.app.session_host.registry.find(new)) is not None and live.parked, "the task's question, asked of nobody")
         await opener.click()
-        await expect(entries(page, "agent", "Pick a colour")).to_have_count(1)
-        await type_during_turn(page, "green")
+        form = page.locator("form.question")
+        await expect(form).to_contain_text("Pick a colour")  # asked as this page asks everything: a form
+        await form.get_by_label("green").check()
+        await form.get_by_role("button", name="Answer").click()
         await expect(entries(page, "agent", 'form: accept {"colour": "green"}')).to_have_count(1)
+        await expect(form).to_have_count(0)
 
 
 async def test_a_spawn_of_an_unknown_agent_is_refused_in_the_page_and_starts_nothing(browser: Browser, tmp_path: Path) -> None:

@@ -173,13 +173,16 @@ class SessionHost:
             live.follow(emit, forms)
 
     async def attend(self, session_id: str, emit: Emit, forms: FormAsker | None = None) -> None:
-        """A client loaded the Session: attach it (showing it the chat question that a turn nobody followed asked), retire
+        """A client loaded the Session: attach it (showing it the chat question that a turn nobody followed asked: in a
+        form where it has forms), retire
         a question whose process is gone (saying so), and start what the Session was in the middle of (the load checks'
         commands) as its own turns."""
         live = await self.registry.open(session_id)
         unseen = live.sink is None and live.parked and self.broker.pending(session_id)
         self.attach(session_id, emit, forms)
-        if unseen:
+        if unseen and forms is not None:
+            live.ask_in_form(unseen, forms)
+        elif unseen:
             await emit(QuestionAsked(unseen.id, unseen.question, unseen.tool_call_id))
         if not live.busy and not live.parked and await self.registry.writer_free(session_id):
             await self.recorder.retire_orphaned_question(live)
