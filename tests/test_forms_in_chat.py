@@ -13,7 +13,7 @@ import pytest
 
 from tests.bridge_kit import OWNER, agent_calls, asking_agent, telegram_section
 from tests.fakes.discord_api import DiscordFake
-from tests.fakes.slack_api import SlackFake
+from tests.fakes.slack_api import USER_TOKEN, SlackFake
 from tests.fakes.telegram_api import TelegramFake
 from tests.platform_kit import DiscordWorld, SlackWorld, TelegramWorld, answering_url_check, discord_section, slack_section
 from tests.wld_process import free_port, start_bridge, stop_bridges, write_config
@@ -159,9 +159,17 @@ CASES = {
         "⚠️ Discord did not let the bot delete your message (Missing Permissions): in a server it needs the Manage Messages permission." + REFUSED,
     ),
     "slack": (None, SLACK_WARNING),
+    "slack-user-token": ("chat.delete", WARNING),
+    "slack-user-token-refused": (
+        "chat.delete",
+        "⚠️ Slack did not let the bridge delete your message (cant_delete_message): the user_token must be of someone allowed "
+        "to delete others' messages (a workspace admin or owner), with the chat:write scope." + REFUSED,
+    ),
 }
 """Per case: the platform call that deletes the reply (None: none is tried), and what the chat says about it (the
-warning, or the platform's refusal)."""
+warning, or the platform's refusal). On Slack, only with a ``user_token`` (a workspace admin's in the fake, whose
+right to delete others' messages is taken away for ``slack-user-token-refused``)."""
+SETTINGS = {"discord-dm": {"allow_dms": True}, "slack-user-token": {"user_token": USER_TOKEN}, "slack-user-token-refused": {"user_token": USER_TOKEN}}
 
 
 async def first_words(world: Any, case: str, text: str) -> Any:
@@ -182,12 +190,13 @@ def nowhere(secret: str, home: Path, output: Path) -> list[str]:
 async def test_a_secret_answer_reaches_the_agent_once_is_deleted_from_the_chat_and_kept_nowhere(case: str, tmp_path: Path, wld_home: Path) -> None:
     call, told = CASES[case]
     platform = case.split("-")[0]
-    async with wld_bridge(platform, tmp_path, wld_home, log_level="DEBUG", **({"allow_dms": True} if case == "discord-dm" else {})) as (world, output):
+    async with wld_bridge(platform, tmp_path, wld_home, log_level="DEBUG", **SETTINGS.get(case, {})) as (world, output):
         fake = world.fake
         fake.manage_messages = case != "discord-no-rights"
+        fake.admin_may_delete = case != "slack-user-token-refused"
         thread = await first_words(world, case, "token please")
         question = await world.reply_containing(thread, "Your API token, please", final=True)
-        assert (SLACK_WARNING if platform == "slack" else WARNING) in world.current(question), "the question warns first"
+        assert (SLACK_WARNING if case == "slack" else WARNING) in world.current(question), "the question warns first"
         mark = fake.mark()
         await exchange(world, thread, SECRET, f"token: accept, {len(SECRET)} characters")
         if call is not None:

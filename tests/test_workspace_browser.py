@@ -11,9 +11,10 @@ import pytest
 import pytest_asyncio
 from acp_session import INIT, WLD, say
 from acp_wire import WireClient
+from tests.bridge_kit import asking_agent
 from playwright.async_api import Browser, Page, WebSocket, WebSocketRoute, async_playwright, expect
 from test_review_browser import CHROMIUM_ARGS, chromium
-from waiting import PATIENCE
+from waiting import PATIENCE, until
 from workspace_kit import Workspace, cut_connections, screenshot, workspace
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -370,3 +371,66 @@ async def test_the_page_and_its_socket_need_the_login_and_the_origin(browser: Br
         )
         assert await asyncio.wait_for(opening, PATIENCE) == "refused"
         await expect(page.locator("#connection")).to_have_text("Connected")
+
+
+async def test_spawn_starts_an_agent_on_a_task_beside_this_session_or_opens_it_here(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path, {"agents": {"echo-agent": asking_agent(tmp_path)}}) as ws:
+        page = await open_page(browser, ws, poll=600000)  # nothing but what the server pushes updates the page
+        await start_session(page, tmp_path)
+        await send(page, "hello")
+        await expect(page.locator("#session-title")).to_have_text("hello")
+
+        await send(page, "/spawn echo-agent --thread say hi")
+        line = page.locator("#entries .entry.spawned")
+        await expect(line).to_contain_text("echo-agent session ses_")
+        await expect(line).to_contain_text("started beside this one: say hi")
+        await expect(page.locator("#projects").get_by_role("button", name="say hi")).to_be_visible()  # listed beside it
+        await expect(page.locator("#entries .live")).to_have_count(0)  # the turn settled: the saved line keeps its button
+        await expect(page.locator("#session-title")).to_have_text("hello")  # this conversation stays open
+        await screenshot(page, "spawn")
+        await line.get_by_role("button", name="Open the Session").click()
+        await expect(page.locator("#session-title")).to_have_text("say hi")
+        await expect(entries(page, "user", "say hi")).to_have_count(1)
+        await expect(entries(page, "agent", "echo: say hi")).to_have_count(1)
+
+        await page.locator("#projects").get_by_role("button", name="hello").click()
+        await send(page, "/spawn echo-agent --here hold this")
+        await expect(page.locator("#session-title")).to_have_text("hold this")  # opened in the page
+        await expect(entries(page, "user", "hold this")).to_have_count(1)
+        (tmp_path / "release").write_text("now")
+        await expect(entries(page, "agent", "released: now")).to_have_count(1)
+        await expect(page.locator("#entries .live")).to_have_count(0)
+        titles = await page.locator("#projects .session").all_inner_texts()
+        assert sorted(titles) == ["hello", "hold this", "say hi"]
+
+
+async def test_a_question_a_spawned_task_asked_before_anyone_opened_its_session_is_a_form_when_it_is_opened(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path, {"agents": {"echo-agent": asking_agent(tmp_path)}}) as ws:
+        page = await open_page(browser, ws)
+        await start_session(page, tmp_path)
+        await send(page, "/spawn echo-agent --thread choose a colour")
+        opener = page.locator("#entries .entry.spawned").get_by_role("button", name="Open the Session")
+        new = await opener.get_attribute("data-spawned")
+        assert new is not None
+        await until(lambda: (live := ws.app.session_host.registry.find(new)) is not None and live.parked, "the task's question, asked of nobody")
+        await opener.click()
+        form = page.locator("form.question")
+        await expect(form).to_contain_text("Pick a colour")  # asked as this page asks everything: a form
+        await form.get_by_label("green").check()
+        await form.get_by_role("button", name="Answer").click()
+        await expect(entries(page, "agent", 'form: accept {"colour": "green"}')).to_have_count(1)
+        await expect(form).to_have_count(0)
+
+
+async def test_a_spawn_of_an_unknown_agent_is_refused_in_the_page_and_starts_nothing(browser: Browser, tmp_path: Path) -> None:
+    async with workspace(tmp_path, {"agents": {"echo-agent": asking_agent(tmp_path)}}) as ws:
+        page = await open_page(browser, ws)
+        await start_session(page, tmp_path)
+        await send(page, "/spawn codex fix the tests")
+        refusal = page.locator("#entries .entry.notice.error")
+        await expect(refusal).to_contain_text("There is no agent named 'codex'. Configured agents: runwield, echo-agent. Nothing was started.")
+        await send(page, "/spawn echo-agent --thread")
+        await expect(refusal.nth(1)).to_contain_text("Say what echo-agent should do.")
+        await expect(page.locator("#entries .entry.spawned")).to_have_count(0)
+        assert len((await ws.app.session_host.store.sessions.list_sessions())) == 1, "no Session was created"
+        assert not (tmp_path / "agent.log").exists(), "the agent was never started"

@@ -8,6 +8,7 @@ import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from playwright.async_api import Browser, Page, expect
 
@@ -15,6 +16,7 @@ from runwield_bridge.app import App, start_workspace
 from runwield_bridge.config import load_settings
 from runwield_bridge.core.logins import WorkspaceLogins
 from runwield_bridge.web.workspace import login_url
+from wld_process import write_config
 
 IMAGES = Path(__file__).resolve().parent.parent / "docs" / "images"
 SOCKETS = """(() => {
@@ -52,7 +54,8 @@ class Workspace:
         return f"{self.base_url}/workspace" + (f"?{tail}" if tail else "")
 
     async def open_page(self, browser: Browser, timeout: float, *, without_workspace: bool = False, **query: str | int) -> Page:
-        """A new browser page, logged in with a fresh login link, on the Workspace once it is connected."""
+        """A new browser page, logged in with a fresh login link, on the Workspace once it is connected (polling the
+        Session list every 300 ms unless ``poll`` says otherwise)."""
         context = await browser.new_context(viewport={"width": 1100, "height": 760})
         page = await context.new_page()
         page.set_default_timeout(timeout)
@@ -60,14 +63,15 @@ class Workspace:
         if without_workspace:
             await page.add_init_script("window.__withoutWorkspace = true;")
         await page.goto(login_url(self.base_url, await self.logins.mint_token()))
-        await page.goto(self.url(poll=300, **query))
+        await page.goto(self.url(**{"poll": 300, **query}))
         await expect(page.locator("#connection")).to_have_text("Connected")
         return page
 
 
 @contextlib.asynccontextmanager
-async def workspace(tmp_path: Path) -> AsyncIterator[Workspace]:
-    (tmp_path / "wld.toml").write_text('[web]\nlisten = "127.0.0.1:0"\n')
+async def workspace(tmp_path: Path, config: dict[str, Any] | None = None) -> AsyncIterator[Workspace]:
+    """The Workspace served from wld.toml ``config`` (its ``[web] listen`` on a free port)."""
+    write_config(tmp_path / "wld.toml", {"web": {"listen": "127.0.0.1:0"}, **(config or {})})
     app = await App.start(load_settings(tmp_path / "wld.toml"))
     try:
         base_url, logins = await start_workspace(app)

@@ -114,12 +114,25 @@ class ChildMeta(_Camel):
     state: Literal["running", "done", "failed", "cancelled"]
 
 
+class SpawnedMeta(_Camel):
+    """On an ``agent_message_chunk`` that is a message of its own naming the Session a ``/spawn`` started (or
+    continued): which, on which agent, its task and project, and whether the client should open it (``here``) or list
+    it beside this one (``thread``)."""
+
+    session_id: str = Field(alias="sessionId")
+    agent: str
+    task: str
+    place: Literal["here", "thread"]
+    cwd: str
+
+
 PLAN_LINK: MetaKey[PlanLinkMeta] = MetaKey("planLink", PlanLinkMeta)
 ARTIFACT_REVIEW: MetaKey[ArtifactReviewMeta] = MetaKey("artifactReview", ArtifactReviewMeta)
 PLAN_SAVED: MetaKey[PlanSavedMeta] = MetaKey("planSaved", PlanSavedMeta)
 QUESTION: MetaKey[QuestionMeta] = MetaKey("question", QuestionMeta)
 TURN: MetaKey[TurnMeta] = MetaKey("turn", TurnMeta)
 CHILD: MetaKey[ChildMeta] = MetaKey("child", ChildMeta)
+SPAWNED: MetaKey[SpawnedMeta] = MetaKey("spawned", SpawnedMeta)
 NOTICE: MetaKey[NoticeLevel] = MetaKey("notice", NoticeLevel)
 """On an ``agent_message_chunk`` that is a notice: its level (``error``: the agent's own words that something failed)."""
 ALIASES: MetaKey[list[str]] = MetaKey("aliases", list[str])

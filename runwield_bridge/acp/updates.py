@@ -41,6 +41,7 @@ from ..core.events import (
     PlanSaved,
     QuestionAsked,
     SelectionChanged,
+    SessionSpawned,
     Thought,
     ToolProgress,
     TurnSettled,
@@ -57,6 +58,7 @@ from .extensions import (
     PLAN_LINK,
     PLAN_SAVED,
     QUESTION,
+    SPAWNED,
     TURN,
     ArtifactReviewMeta,
     ChildMeta,
@@ -64,6 +66,7 @@ from .extensions import (
     PlanLinkMeta,
     PlanSavedMeta,
     QuestionMeta,
+    SpawnedMeta,
     TurnMeta,
 )
 from .menus import render_menu
@@ -120,6 +123,9 @@ def event_to_update(event: Event, catalog: ModelCatalog | None = None) -> Update
         return _agent_text(event.text, event.message_id, ARTIFACT_REVIEW.meta(meta))
     if isinstance(event, PlanSaved):
         return _agent_text(event.text, event.message_id, PLAN_SAVED.meta(plan_saved_meta(event)))
+    if isinstance(event, SessionSpawned):
+        meta = SpawnedMeta(session_id=event.session_id, agent=event.agent, task=event.task, place=event.place, cwd=event.cwd)
+        return _agent_text(event.text, event.message_id, SPAWNED.meta(meta))
     if isinstance(event, SelectionChanged) and catalog is not None:
         options = config_options(catalog, event.agent, event.model, event.reasoning, event.runtime, event.own)
         return ConfigOptionUpdate(session_update="config_option_update", config_options=options)

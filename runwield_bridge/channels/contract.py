@@ -88,7 +88,8 @@ class Channel(Protocol):
         A channel with credentials may also offer ``async verify()``, the same check ``run`` starts with, which
         ``wld doctor`` calls. A channel that can delete a person's message offers ``async delete(message: MessageRef)``
         (raising ``CannotDelete`` where the platform refuses): the reply to a secret question is deleted with it. One whose
-        platform never lets a bot delete a person's message says why in ``keeps_replies`` instead."""
+        platform does not let it delete a person's message (as configured) says why in ``keeps_replies`` instead, and
+        nothing is tried."""
 
     async def send(self, conversation: Conversation, text: str, buttons: Sequence[Button] = ()) -> MessageRef:
         """Send a message (raises RateLimited)."""

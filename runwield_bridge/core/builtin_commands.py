@@ -1,10 +1,12 @@
-"""The built-in slash commands: /agent, /model (/models), /help, and the terminal-UI commands that do not run here."""
+"""The built-in slash commands: /agent, /model (/models), /help, /compact, /spawn, and the terminal-UI commands that do not
+run here."""
 
 from __future__ import annotations
 
 from .catalog import BUILTIN_AGENTS, UnknownChoice, agent_profile
 from .commands import Command, CommandContext
 from .interactions import Choice, Outcome, select
+from .spawned import SPAWN
 
 TERMINAL_ONLY = ("copy", "theme", "quit", "exit", "new", "resume", "login")
 
@@ -82,5 +84,6 @@ BUILTIN_COMMANDS: tuple[Command, ...] = (
     Command("model", "Choose the model for this Session", model_command, aliases=("models",), hint="model (optional)"),
     Command("help", "List the commands", help_command),
     Command("compact", "Fold the older part of the conversation into a summary (the transcript keeps all)", compact_command),
+    SPAWN,
     *(Command(name, "A terminal-UI command", terminal_only, advertised=False) for name in TERMINAL_ONLY),
 )

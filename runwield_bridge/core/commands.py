@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .events import Event, PlanLink
+from .events import Event, PlanLink, SessionSpawned
 from .interactions import Outcome, Question
 from .models import ModelInfo
 from .records import SessionRecord
@@ -37,8 +37,8 @@ _INVOCATION = re.compile(rf"/({_NAME})(?:\s+(.*))?", re.DOTALL | re.IGNORECASE)
 class CommandContext:
     """What a running command may use: the Session, the user (ask, say, show a link, stream events), the selection,
     the Agent (``agent_turn``: a model turn on a prompt, its tools working in a directory such as a worktree;
-    ``compact``: the runtime compacts the Session's context now), and ``follow_up``: once an awaitable completes, run
-    a command as the Session's own next turn."""
+    ``compact``: the runtime compacts the Session's context now), ``follow_up``: once an awaitable completes, run
+    a command as the Session's own next turn, and ``spawn``: start the Session a /spawn argument asks for."""
 
     session: SessionRecord
     name: str
@@ -52,6 +52,7 @@ class CommandContext:
     agent_turn: Callable[[str, Path], Awaitable[None]]
     compact: Callable[[], Awaitable[None]]
     follow_up: Callable[[Awaitable[Any], Command, str], None]
+    spawn: Callable[[str], Awaitable[SessionSpawned]]
 
 
 CommandRun = Callable[[CommandContext, str], Awaitable[str | None]]

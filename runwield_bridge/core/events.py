@@ -62,6 +62,23 @@ class ChildProgress:
     state: ChildState = "running"
 
 
+SpawnPlace = Literal["here", "thread"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSpawned:
+    """A Session that this one's /spawn started (or continued) on an agent, a message of its own that names it:
+    ``place`` says whether the client should open it (``here``) or list it beside this one (``thread``)."""
+
+    text: str
+    session_id: str
+    agent: str
+    task: str
+    place: SpawnPlace
+    cwd: str
+    message_id: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Context usage as measured by the runtime, and the Session's cumulative cost."""
@@ -173,5 +190,5 @@ class TurnSettled:
 
 Event = Union[
     UserMessage, MessageChunk, Thought, ToolProgress, Usage, Notice, SelectionChanged, QuestionAsked, PlanLink, ArtifactLink, PlanSaved,
-    TurnSettled, ChildProgress,
+    TurnSettled, ChildProgress, SessionSpawned,
 ]

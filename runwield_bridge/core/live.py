@@ -74,6 +74,7 @@ class LiveSession:
     journal: TurnJournal | None = None  # writes the running turn to the transcript as it goes
     background: BackgroundTasks | None = None  # work its tools started that outlives their turns
     tool_servers: ToolServers | None = None  # the tool servers its client brought, running while it is live
+    asking_again: asyncio.Task[None] | None = None  # a chat question nobody saw, asked in a form of the client now here
 
     @property
     def client_tools(self) -> tuple[Tool, ...]:
@@ -114,6 +115,25 @@ class LiveSession:
             await self.journal.record(event)
         if self.sink is not None:
             await self.sink(event)
+
+    def ask_in_form(self, pending: PendingQuestion, forms: FormAsker) -> None:
+        """A chat question that nobody saw (its turn had no client), asked again in a form of the client that now follows:
+        an answer there settles it, unless it is settled another way first (a chat reply, the turn's end), which
+        withdraws the form. A form the client could not show leaves it a chat question."""
+
+        async def ask() -> None:
+            form = asyncio.ensure_future(forms(pending))
+            settled = asyncio.ensure_future(pending.outcome())
+            try:
+                await asyncio.wait({form, settled}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                settled.cancel()
+                form.cancel()
+            if form.done() and not form.cancelled() and form.result().status != "failed" and pending.settled is None:
+                self.park(False)
+                pending.settle(form.result())
+
+        self.asking_again = asyncio.create_task(ask(), name=f"ask-again:{pending.id}")
 
     async def present(self, pending: PendingQuestion) -> Outcome | None:
         """Show a question: as a form where the client has forms, else as a chat menu that parks the prompt."""

@@ -1,11 +1,11 @@
 """The Session Host: the one entry point the ACP server (and through it every client) uses.
 
-``SessionHost`` has more than 15 public methods (18) because it is the facade over the parts that do the work, one
+``SessionHost`` has more than 15 public methods (19) because it is the facade over the parts that do the work, one
 job each: the registry of live Sessions (`live.py`), the turn scheduler (`scheduler.py`), the turn itself
 (`turn.py`), the transcript recorder (`recorder.py`), the selection (`selection.py`), the question broker
-(`interactions.py`), the tool servers a client brings (`tool_servers.py`), the images (`vision.py`) and the
-runtime that drives turns (`runtime.py`, the contract). Each method here only checks the request and hands it
-to those parts.
+(`interactions.py`), the tool servers a client brings (`tool_servers.py`), the images (`vision.py`), the runtime
+that drives turns (`runtime.py`, the contract) and the Sessions a /spawn starts (`spawned.py`). Each method here only
+checks the request and hands it to those parts.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .builtin_commands import BUILTIN_COMMANDS
 from .catalog import ModelCatalog, agent_profile
 from .children import ChildSessions, spawn_session_tool
 from .commands import Command, CommandRegistry, Invocation, parse_invocation
-from .events import Event, TurnSettled
+from .events import Event, QuestionAsked, TurnSettled
 from .interactions import InteractionBroker, Outcome, PendingQuestion
 from .live import Emit, FormAsker, LiveSession, SessionNotFound, SessionRegistry
 from .metrics import WorkflowMetrics
@@ -30,6 +30,7 @@ from .runtime import NativeOnly, Runtime, RuntimeAxis
 from .scheduler import AwaitingReply, PromptResult, TurnScheduler
 from .selection import Selector
 from .shortage import Shortages
+from .spawned import SessionSpawner
 from .steering import INJECTED, NO_RUNNING_TURN, QUESTION_PENDING, SteeringRejected, SteeringResult
 from .tool_gate import ToolGate, ToolRules, TranscriptGrants
 from .tool_servers import StartToolServers, StdioServerSpec
@@ -118,6 +119,7 @@ class SessionHost:
         self.runtimes = runtimes or NativeOnly()
         """Which runtime each Session has chosen (``native`` or ``acp:NAME``)."""
         self.selector = Selector(store.sessions, models, self.metrics, self.runtimes)
+        self.spawner = SessionSpawner(self)
         self.scheduler = TurnScheduler(self.broker)
         self.shortages = Shortages()
         self.turns = TurnExecutor(
@@ -134,6 +136,7 @@ class SessionHost:
                 command_timeout=command_timeout,
                 message_route=message_route,
                 follow_up=self._follow_up,
+                spawn=self.spawner.spawn,
                 vision=vision,
             )
         )
@@ -161,18 +164,26 @@ class SessionHost:
         return await self.recorder.history(session_id, idle=idle)
 
     def attach(self, session_id: str, emit: Emit, forms: FormAsker | None = None) -> None:
-        """Send the turns this Session starts itself (follow-ups) to this client, until a prompt takes them."""
+        """Send the turns this Session starts itself (follow-ups) to this client, until a prompt takes them; also the
+        rest of such a turn running now that no client follows (a /spawn's task)."""
         live = self.registry.find(session_id)
         if live is None:
             raise SessionClosed(f"Session {session_id} is not open; load it first")
-        if not live.busy:
+        if not live.busy or (live.own_turn and live.sink is None):
             live.follow(emit, forms)
 
     async def attend(self, session_id: str, emit: Emit, forms: FormAsker | None = None) -> None:
-        """A client loaded the Session: attach it, retire a question whose process is gone (saying so), and start
-        what the Session was in the middle of (the load checks' commands) as its own turns."""
+        """A client loaded the Session: attach it (showing it the chat question that a turn nobody followed asked: in a
+        form where it has forms), retire
+        a question whose process is gone (saying so), and start what the Session was in the middle of (the load checks'
+        commands) as its own turns."""
         live = await self.registry.open(session_id)
+        unseen = live.sink is None and live.parked and self.broker.pending(session_id)
         self.attach(session_id, emit, forms)
+        if unseen and forms is not None:
+            live.ask_in_form(unseen, forms)
+        elif unseen:
+            await emit(QuestionAsked(unseen.id, unseen.question, unseen.tool_call_id))
         if not live.busy and not live.parked and await self.registry.writer_free(session_id):
             await self.recorder.retire_orphaned_question(live)
         for check in self.load_checks:
@@ -313,6 +324,17 @@ class SessionHost:
     async def shutdown(self) -> None:
         for session_id in self.registry.ids():
             await self.close(session_id)
+
+    async def start(self, session_id: str, text: str) -> None:
+        """Run ``text`` as the Session's next turn, as if a person had sent it (a /spawn's task), once no turn runs: the
+        Session's own turn, streaming to the client that follows it."""
+        live = await self.registry.open(session_id)
+        invocation = self.commands.resolve(live.record.cwd, text)
+
+        def work() -> Coroutine[Any, Any, TurnSettled]:
+            return self.turns.run(live, text, invocation)
+
+        self.scheduler.follow_up(live, work, None, name=f"{session_id}:spawned")
 
     def _follow_up(self, session_id: str, command: Command, args: str, after: Awaitable[Any] | None) -> asyncio.Task[None]:
         """Once ``after`` completes (a review decided), run ``command`` as the Session's own turn when no turn runs;

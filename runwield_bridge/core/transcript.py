@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Awaitable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .events import ArtifactLink, Event, MessageChunk, Notice, PlanLink, PlanSaved, Thought, ToolProgress, UserMessage
+from .events import ArtifactLink, Event, MessageChunk, Notice, PlanLink, PlanSaved, SessionSpawned, Thought, ToolProgress, UserMessage
 from .reviews import without_links
 from .records import SessionRecord, TranscriptEntry
 
@@ -88,6 +88,9 @@ def entry_for(event: Event) -> Entry | None:
         return "agent", event.kept, {"message_id": event.message_id, "audience": "user"}  # never the link itself
     if isinstance(event, PlanSaved):
         return "agent", event.text, {"message_id": event.message_id, "audience": "user"}
+    if isinstance(event, SessionSpawned):
+        spawned = {"session_id": event.session_id, "agent": event.agent, "task": event.task, "place": event.place, "cwd": event.cwd}
+        return "agent", event.text, {"message_id": event.message_id, "audience": "user", "spawned": spawned}
     if isinstance(event, Thought):
         return "thought", event.text, {}
     if isinstance(event, Notice):
@@ -109,6 +112,8 @@ def replay(entries: Iterable[TranscriptEntry]) -> list[Event]:
             continue
         if entry.kind == "user":
             events.append(UserMessage(entry.text, data.get("message_id")))
+        elif entry.kind == "agent" and isinstance(spawned := data.get("spawned"), dict):
+            events.append(SessionSpawned(entry.text, **spawned, message_id=data.get("message_id")))
         elif entry.kind == "agent":
             _join(events, MessageChunk(without_links(entry.text), data.get("message_id")))
         elif entry.kind == "thought":

@@ -14,7 +14,7 @@ from ..redaction import redact
 from .background import BackgroundTasks, result_command
 from .catalog import ModelCatalog
 from .commands import Command, CommandContext, CommandRegistry, Invocation
-from .events import Event, MessageChunk, Notice, PlanLink, ToolProgress, TurnSettled
+from .events import Event, MessageChunk, Notice, PlanLink, SessionSpawned, ToolProgress, TurnSettled
 from .interactions import InteractionBroker, Outcome, Question
 from .live import LiveSession
 from .metrics import WorkflowMetrics
@@ -57,6 +57,7 @@ class TurnParts:
     command_timeout: float
     message_route: MessageRoute | None
     follow_up: FollowUp
+    spawn: Callable[[SessionRecord, str], Awaitable[SessionSpawned]]  # /spawn: start the Session it asks for
     vision: Vision | None = None  # how a text-only model sees the images of prompts (see_image)
 
 
@@ -155,6 +156,7 @@ class TurnExecutor:
             agent_turn=agent_turn,
             compact=compact,
             follow_up=lambda after, command, args: parts.follow_up(live.record.id, command, args, after),
+            spawn=lambda args: parts.spawn(live.record, args),
         )
 
     async def _run_runtime(

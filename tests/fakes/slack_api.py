@@ -24,13 +24,19 @@ def slack_signature(signing_secret: str, timestamp: int | str, body: str) -> str
     return "v0=" + hmac.new(signing_secret.encode(), base, hashlib.sha256).hexdigest()
 
 
+USER_TOKEN = "xoxp-fake-user-token"
+"""The user token the fake takes by default: a workspace admin's."""
+
+
 class SlackFake(FakeServer):
-    """Fake Slack: use ``AsyncWebClient(token=fake.token, base_url=fake.api_url)``."""
+    """Fake Slack: use ``AsyncWebClient(token=fake.token, base_url=fake.api_url)``. ``user_token`` is a workspace
+    admin's (``U0ADMIN``), who may delete anyone's message unless ``admin_may_delete`` is turned off."""
 
     def __init__(
         self,
         *,
         token: str = "xoxb-fake-token",
+        user_token: str = USER_TOKEN,
         signing_secret: str = "fake-signing-secret",
         team_id: str = "T0FAKE",
         bot_user_id: str = "U0BOT",
@@ -39,6 +45,8 @@ class SlackFake(FakeServer):
     ) -> None:
         super().__init__()
         self.token = token
+        self.user_token = user_token
+        self.admin_may_delete = True
         self.signing_secret = signing_secret
         self.team_id = team_id
         self.bot_user_id = bot_user_id
@@ -54,6 +62,7 @@ class SlackFake(FakeServer):
         self._ids = itertools.count(1)
         self.add_user(bot_user_id, "bridgebot", is_bot=True)
         self.user_id = self.add_user("U0ALICE", "alice", real_name="Alice Example")["id"]
+        self.admin_id = self.add_user("U0ADMIN", "admin", real_name="Workspace Admin")["id"]
         self.channel_id = self.add_channel("C0GENERAL", "general")["id"]
 
     # -- URLs and clients ------------------------------------------------
@@ -393,6 +402,8 @@ class SlackFake(FakeServer):
         token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else call.params.get("token")
         if not token:
             return _fail("not_authed")
+        if token == self.user_token:
+            return self._as_admin(call.method, call.params)
         if token != self.token:
             return _fail("invalid_auth")
         handler = getattr(self, "_api_" + call.method.replace(".", "_"), None)
@@ -486,6 +497,20 @@ class SlackFake(FakeServer):
         if message is None:
             return _fail("message_not_found")
         if message.get("bot_id") != self.bot_id:  # a bot token deletes only the bot's own messages
+            return _fail("cant_delete_message")
+        del self.messages[(channel, ts)]
+        return _ok(channel=channel, ts=ts)
+
+    def _as_admin(self, method: str, params: dict[str, Any]) -> web.StreamResponse:
+        """A call with the user token: who it is (auth.test), or chat.delete of any message as the workspace admin."""
+        if method == "auth.test":
+            return _ok(team_id=self.team_id, user_id=self.admin_id, user=self.users[self.admin_id]["name"])
+        if method != "chat.delete":
+            return _fail("not_allowed_token_type")
+        channel, ts = str(params.get("channel")), str(params.get("ts"))
+        if (channel, ts) not in self.messages:
+            return _fail("message_not_found")
+        if not self.admin_may_delete:
             return _fail("cant_delete_message")
         del self.messages[(channel, ts)]
         return _ok(channel=channel, ts=ts)

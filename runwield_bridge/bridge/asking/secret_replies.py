@@ -34,9 +34,10 @@ def hide(text: str) -> None:
 
 
 async def delete_reply(channel: Any, reply: MessageRef) -> None:
-    """Delete the person's reply; where the platform refuses, say so in the chat, plainly."""
+    """Delete the person's reply; where the platform refuses, say so in the chat, plainly (where the question's warning
+    already said the reply stays, nothing is tried)."""
     delete = getattr(channel, "delete", None)
-    if not callable(delete):
+    if not callable(delete) or getattr(channel, "keeps_replies", None):
         return
     try:
         await delete(reply)

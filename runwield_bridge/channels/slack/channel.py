@@ -24,7 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from ..budget import Budgets
 from ..contract import ChannelContext, Inbox
-from ..types import BridgeError, Button, ButtonPress, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
+from ..types import BridgeError, Button, ButtonPress, CannotDelete, Capabilities, Conversation, IncomingMessage, MenuCommand, MessageRef, RateLimited, Sender
 from ..streaming import StreamingReply
 from ..webhooks import refuse
 from .blocks import blocks
@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 CHANNEL_RATE = 1.0  # chat.postMessage allows about one message per second in a channel
 CHANNEL_BURST = 3
+KEEPS_REPLIES = "Slack lets a bot delete only its own messages: delete your reply yourself once it is sent."
 FENCE_ROOM = len("\n```")  # a code fence still open mid-stream is closed after the text is measured
 
 
@@ -48,13 +49,12 @@ class SlackChannel:
     capabilities = Capabilities(
         max_message_length=4000 - FENCE_ROOM, edits=True, buttons=True, url_buttons=True, threads=True, weight=mrkdwn_weight
     )
-    keeps_replies = "Slack lets a bot delete only its own messages: delete your reply yourself once it is sent."
-    """Why the reply to a secret question stays in the chat (Slack's ``chat.delete`` refuses a person's message to a bot
-    token with ``cant_delete_message``), said in the question's warning."""
 
     def __init__(self, settings: SlackSettings, context: ChannelContext) -> None:
         self.settings = settings
         self.client = AsyncWebClient(token=settings.bot_token, base_url=settings.api_base_url)
+        self.user_client = AsyncWebClient(token=settings.user_token, base_url=settings.api_base_url) if settings.user_token else None
+        """Slack as the ``user_token``'s user, who may delete a person's message (the bot may delete only its own)."""
         self.app = AsyncApp(client=self.client, signing_secret=settings.signing_secret)
         self.app.event("message")(self._on_message)
         self.app.event("app_mention")(self._on_message)
@@ -75,6 +75,9 @@ class SlackChannel:
         or ChannelMisconfigured if Slack refuses either."""
         with refusals(f"channels.{self.name}.bot_token"):
             self._me = str((await self.client.auth_test())["user_id"])
+        if self.user_client is not None:
+            with refusals(f"channels.{self.name}.user_token"):
+                await self.user_client.auth_test()
         if self.settings.socket_mode:
             with refusals(f"channels.{self.name}.app_token"):
                 await self.client.apps_connections_open(app_token=self.settings.app_token or "")
@@ -186,6 +189,25 @@ class SlackChannel:
     async def edit(self, message: MessageRef, text: str, buttons: Sequence[Button] = ()) -> None:
         mrkdwn = to_mrkdwn(text)
         await _rate_limited(self.client.chat_update(channel=message.conversation.chat, ts=message.id, text=mrkdwn, blocks=blocks(mrkdwn, buttons)))
+
+    @property
+    def keeps_replies(self) -> str | None:
+        """Why the reply to a secret question stays in the chat, said in the question's warning: without a
+        ``user_token`` (Slack's ``chat.delete`` refuses a person's message to a bot token with ``cant_delete_message``)."""
+        return None if self.user_client is not None else KEEPS_REPLIES
+
+    async def delete(self, message: MessageRef) -> None:
+        """Delete a person's message as the ``user_token``'s user; CannotDelete (with Slack's reason) where Slack refuses."""
+        if self.user_client is None:
+            raise CannotDelete(KEEPS_REPLIES)
+        try:
+            await _rate_limited(self.user_client.chat_delete(channel=message.conversation.chat, ts=message.id))
+        except SlackApiError as exc:
+            reason = exc.response.get("error") or exc.response.status_code
+            raise CannotDelete(
+                f"Slack did not let the bridge delete your message ({reason}): the user_token must be of someone allowed to "
+                "delete others' messages (a workspace admin or owner), with the chat:write scope."
+            ) from None
 
     async def typing(self, conversation: Conversation) -> None:
         """Slack has no typing indicator for bots."""

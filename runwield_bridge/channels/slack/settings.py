@@ -20,6 +20,9 @@ class SlackSettings(ChannelSettings):
     allowed_chats: list[Id] = Field(default_factory=list, validation_alias="allowed_channels")
     socket_mode: bool = False
     app_token: str | None = Field(None, pattern=r"^xapp-")
+    user_token: str | None = Field(None, pattern=r"^xoxp-")
+    """A user token (``xoxp-``, scope ``chat:write``) of someone allowed to delete others' messages (a workspace admin or
+    owner): with it the reply to a secret question is deleted from the chat (a bot token may delete only its own)."""
     events_path: str = Field("/slack/events", pattern=r"^/")
 
     @model_validator(mode="after")

@@ -50,7 +50,7 @@ const state = {
   loadingOlder: false,
   shownSessions: "",
 };
-const conversation = new Conversation($("entries"), $("joining"));
+const conversation = new Conversation($("entries"), $("joining"), openSpawned);
 const queue = new FollowUpQueue($("queued"));
 
 const rpc = new Connection(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/acp`, {
@@ -335,6 +335,20 @@ function notification(method, params) {
   const stick = nearBottom();
   conversation.live(update);
   if (stick) toBottom();
+  const spawned = update._meta && update._meta.runwield && update._meta.runwield.spawned;
+  if (spawned && typeof spawned.sessionId === "string") spawnedNow(spawned);
+}
+
+/** A /spawn this page sent started a Session: it is listed, and opened when it was asked for here (`--here`). */
+function spawnedNow(spawned) {
+  if (spawned.place === "here" && running()) openSpawned(spawned);
+  else refreshSessions().catch(() => {});
+}
+
+/** Open the Session a /spawn started (from its line's button, or at once for `--here`), then list it. */
+function openSpawned(spawned) {
+  const listed = state.sessions.get(spawned.sessionId);
+  openSaved(listed || { sessionId: spawned.sessionId, cwd: spawned.cwd, title: null, updatedAt: null }).then(() => refreshSessions().catch(() => {}));
 }
 
 async function request(method, params, id) {

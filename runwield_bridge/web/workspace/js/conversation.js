@@ -27,10 +27,12 @@ function text(update) {
 }
 
 export class Conversation {
-  /** ``list``: the conversation's entries; ``joining``: under them, messages on their way into the running turn. */
-  constructor(list, joining) {
+  /** ``list``: the conversation's entries; ``joining``: under them, messages on their way into the running turn;
+   * ``open``: opens the Session a /spawn started (its ``_meta.runwield.spawned``). */
+  constructor(list, joining, open) {
     this.list = list;
     this.joining = joining;
+    this.open = open;
     this.reset();
   }
 
@@ -177,6 +179,11 @@ export class Conversation {
       const body = element("div", { class: "text" }, text(update));
       const action = url ? element("a", { class: "button", href: url, target: "_blank", rel: "noopener" }, link.label || "Review the Plan") : "";
       return place(element("li", { class: "entry agent plan", "data-message": update.messageId || "" }, element("div", { class: "who" }, `Plan, revision ${link.revision}`), body, action));
+    }
+    if (meta.spawned && typeof meta.spawned.sessionId === "string") {
+      const button = element("button", { type: "button", class: "secondary", "data-spawned": meta.spawned.sessionId }, "Open the Session");
+      button.addEventListener("click", () => this.open(meta.spawned));
+      return place(element("li", { class: "entry agent spawned", "data-message": update.messageId || "" }, element("div", { class: "text" }, text(update)), button));
     }
     if (NOTICE_LEVELS.has(meta.notice)) return place(element("li", { class: `entry notice ${meta.notice}`, role: "note" }, text(update).trim()));
     const id = update.messageId || "";
