@@ -238,6 +238,37 @@ class RequestIdNoting:
         await self.inner.close()
 
 
+class Observed:
+    """A transport that shows every message to ``observers`` as the SDK's ``Connection`` would (what it received,
+    before it is handled; what was sent, once sent), without the deep copy of each message the SDK makes for its
+    observers, both ways: an observer here must not change what it is shown."""
+
+    def __init__(self, inner: MessageTransport, observers: list[Callable[[StreamEvent], None]]) -> None:
+        self.inner = inner
+        self.observers = observers
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.inner.send(message)
+        self._show(StreamDirection.OUTGOING, message)
+
+    async def receive(self) -> dict[str, Any] | None:
+        message = await self.inner.receive()
+        if message is not None:
+            self._show(StreamDirection.INCOMING, message)
+        return message
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    def _show(self, direction: StreamDirection, message: dict[str, Any]) -> None:
+        event = StreamEvent(direction, message)
+        for observer in self.observers:
+            try:
+                observer(event)
+            except Exception:
+                log.exception("a stream observer failed")
+
+
 async def request_withdrawn_on_cancel(conn: Connection, method: str, params: Any) -> Any:
     """``conn.send_request``; when cancelled, the request is withdrawn with ``$/cancel_request`` too."""
     _SENT_REQUEST_ID.set(None)
