@@ -4,6 +4,7 @@ changes under one (then use the SDK's own way and shrink the adapter), and prove
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import sys
@@ -13,7 +14,9 @@ from typing import Any
 import acp
 import acp.connection
 import acp.stdio
+import acp.telemetry
 import acp.transports
+import opentelemetry.trace
 import pytest
 from acp import RequestError
 from acp.agent.router import build_agent_router
@@ -21,7 +24,14 @@ from acp.client.router import build_client_router
 from acp.connection import Connection
 from pydantic import ValidationError
 
-from runwield_bridge.acp.sdk_gaps import CANCEL_REQUEST, ClientRoute, RequestIdNoting, memory_pair, request_withdrawn_on_cancel
+from runwield_bridge.acp.sdk_gaps import (
+    CANCEL_REQUEST,
+    ClientRoute,
+    RequestIdNoting,
+    memory_pair,
+    request_withdrawn_on_cancel,
+    span_when_recorded,
+)
 from waiting import PATIENCE
 
 SDK_GAPS = "runwield_bridge/acp/sdk_gaps.py"
@@ -121,6 +131,21 @@ async def test_gap_7_the_sdks_client_router_answers_terminal_methods_a_client_la
     router = build_client_router(object(), use_unstable_protocol=True)  # type: ignore[arg-type]
     answer = await router("terminal/create", {"sessionId": "s", "command": "echo"}, False)
     assert answer is None, f"the SDK answers a missing terminal/create otherwise now (gap 7 of {SDK_GAPS})"
+
+
+def test_gap_8_the_sdk_opens_a_span_for_every_message_even_when_nothing_records_it() -> None:
+    untraced = acp.telemetry.span_context("acp.request", attributes={"method": "session/prompt"})
+    assert not isinstance(untraced, contextlib.nullcontext), f"the SDK opens no span now when nothing records it: drop gap 8 of {SDK_GAPS}"
+    assert acp.connection.span_context is span_when_recorded, f"the SDK's connection no longer opens its spans this way (gap 8 of {SDK_GAPS})"
+    assert isinstance(span_when_recorded("acp.request"), contextlib.nullcontext)
+
+
+def test_the_sdks_spans_are_opened_once_a_tracer_provider_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(opentelemetry.trace, "get_tracer_provider", opentelemetry.trace.NoOpTracerProvider)
+    span = span_when_recorded("acp.request", attributes={"method": "session/prompt"})
+    assert not isinstance(span, contextlib.nullcontext), "a set tracer provider gets the SDK's span"
+    with span:
+        pass
 
 
 async def test_the_elicitation_route_answers_raw_requests_and_withdrawals() -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
+import pytest
+
 from runwield_bridge.app import App, freeze_long_lived_heap
 from runwield_bridge.config import load_settings
 from runwield_bridge.core.events import Event
@@ -35,14 +37,16 @@ async def test_settled_turns_leave_nothing_only_the_collector_could_free(tmp_pat
     assert cycles == [], "objects of a settled turn were freed only by the collector"
 
 
-def test_what_survives_a_full_collection_is_kept_out_of_the_next() -> None:
+@pytest.mark.parametrize("generation", [1, 2])
+def test_what_survives_a_collection_of_the_older_young_generation_or_a_full_one_is_kept_out_of_the_next(generation: int) -> None:
     callbacks = list(gc.callbacks)
     freeze_long_lived_heap()
     try:
-        survivor = [{"kept": i} for i in range(1000)]
-        gc.collect()
+        frozen = gc.get_freeze_count()
+        survivor = [[i] for i in range(1000)]  # lists: always tracked by the collector
+        gc.collect(generation)
         assert gc.is_tracked(survivor) and all(o is not survivor for o in gc.get_objects(generation=2)), "it was frozen"
-        assert gc.get_freeze_count() >= len(survivor)
+        assert gc.get_freeze_count() >= frozen + len(survivor)
     finally:
         gc.callbacks[:] = callbacks
         gc.unfreeze()

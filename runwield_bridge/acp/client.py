@@ -27,7 +27,7 @@ from acp.schema import (
 
 from ..config import AgentConfig
 from .agent_process import agent_process
-from .sdk_gaps import ClientRoute, LineTransport, MessageTransport
+from .sdk_gaps import ClientRoute, LineTransport, MessageTransport, Observed
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class AgentEndpoint(Protocol):
 
 def client_connection(client: BridgeClient, transport: MessageTransport, observers: list[Callable[[StreamEvent], None]]) -> ClientSideConnection:
     """The SDK's client connection over ``transport``, with elicitations answered from their raw params."""
-    return connect_to_agent(client, ClientRoute(transport, client.elicit), use_unstable_protocol=True, observers=observers)
+    return connect_to_agent(client, Observed(ClientRoute(transport, client.elicit), observers), use_unstable_protocol=True)
 
 
 class CommandAgent:

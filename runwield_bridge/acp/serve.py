@@ -59,9 +59,9 @@ def _failed(ready: asyncio.Future[SessionHost]) -> bool:
 
 @contextlib.asynccontextmanager
 async def in_memory_agent(host: SessionHost) -> AsyncIterator[MemoryEnd]:
-    """An ACP server on one end of an in-memory pipe; yields the client's end."""
+    """An ACP server on one end of an in-memory pipe for this process's own client (the Bridge); yields the client's end."""
     server_end, client_end = memory_pair()
-    server = AcpAgentServer(host)
+    server = AcpAgentServer(host, own_client=True)
     conn = Connection(server, RequestIdNoting(server_end))
     server.attach(conn)
     try:

@@ -79,9 +79,14 @@ NOTIFICATIONS: dict[str, Route] = {
 class AcpAgentServer:
     """One instance per ACP connection; many Sessions on it."""
 
-    def __init__(self, host: SessionHost | None = None, *, start_host: HostStarter | None = None, accepts_images: bool = False) -> None:
+    def __init__(
+        self, host: SessionHost | None = None, *, start_host: HostStarter | None = None, accepts_images: bool = False, own_client: bool = False
+    ) -> None:
         """Serve ``host``, or the one ``start_host`` makes once ``initialize`` is answered (or a request needs it);
-        ``accepts_images`` is what ``initialize`` advertises when it is answered before that host has started."""
+        ``accepts_images`` is what ``initialize`` advertises when it is answered before that host has started.
+        ``own_client``: the client is this process's own Bridge on an in-memory pipe, whose requests the SDK's models
+        built: they are not checked against the official schema a second time (any other client's always are)."""
+        self._own_client = own_client
         self._host = host
         self._start_host = start_host
         self._accepts_images = accepts_images
@@ -147,7 +152,7 @@ class AcpAgentServer:
         try:
             if not self.initialized and method != "initialize":
                 raise RequestError(-32600, NOT_INITIALIZED, {"method": method})
-            request = _checked_params(type_name, model, params)
+            request = _checked_params(None if self._own_client else type_name, model, params)
         except RequestError as exc:
             if is_notification:
                 log.warning("ignored %s notification: %s %s", method, exc, exc.data)
@@ -228,8 +233,8 @@ class AcpAgentServer:
 
 
 def _checked_params(type_name: str | None, model: type[BaseModel], params: Any) -> Any:
-    """``params`` as the SDK's ``model`` once they are valid against the official schema (ours: the model alone)
-    and all valid Unicode."""
+    """``params`` as the SDK's ``model`` once they are valid against the official schema (ours, and the own client's:
+    the model alone) and all valid Unicode."""
     if type_name is not None and (problems := schema_problems(type_name, params)):
         raise RequestError.invalid_params({"errors": problems})
     if has_invalid_text(params):

@@ -9,6 +9,9 @@ from ..channels.background import Background
 from ..channels.bridge_commands import BRIDGE_COMMANDS
 from ..channels.types import MenuCommand
 from .conversation import Conversation
+from .shared_values import SharedValues
+
+MENUS: SharedValues[tuple[MenuCommand, ...]] = SharedValues()
 
 
 class CommandMenu:
@@ -28,10 +31,11 @@ class CommandMenu:
         names = {command.name for command in BRIDGE_COMMANDS}
         menu = BRIDGE_COMMANDS + tuple(c for c in conversation.agent_commands if c.name not in names)
         if menu != conversation.menu:
-            conversation.menu = menu
+            conversation.menu = MENUS.shared(menu, menu)
             await conversation.channel.set_commands(conversation.chat, menu)
 
 
 def menu_commands(update: Any) -> tuple[MenuCommand, ...]:
-    """The commands an ``available_commands_update`` lists."""
-    return tuple(MenuCommand(c.name, c.description, tuple(ALIASES.read(c) or ())) for c in update.available_commands)
+    """The commands an ``available_commands_update`` lists (one copy for the sessions that list the same)."""
+    menu = tuple(MenuCommand(c.name, c.description, tuple(ALIASES.read(c) or ())) for c in update.available_commands)
+    return MENUS.shared(menu, menu)

@@ -8,7 +8,10 @@ from acp import RequestError
 
 from ..channels.types import BridgeError, ModelChoice, ModelMenu
 from .conversation import Conversation
+from .shared_values import SharedValues
 from .turn_errors import describe_error
+
+OPTIONS: SharedValues[Any] = SharedValues()
 
 
 async def choose_model(conversation: Conversation, conn: Any, value: str) -> str:
@@ -30,8 +33,10 @@ def model_menu(option: Any) -> ModelMenu | None:
 
 
 def model_option(options: Any) -> Any:
-    """The ``select`` config option of category ``model``, if the agent offers one."""
-    return next((o for o in options or () if getattr(o, "category", None) == "model" and getattr(o, "type", None) == "select"), None)
+    """The ``select`` config option of category ``model``, if the agent offers one (one copy for the sessions that
+    describe the same: never changed in place, it is replaced by the next one the agent describes)."""
+    option = next((o for o in options or () if getattr(o, "category", None) == "model" and getattr(o, "type", None) == "select"), None)
+    return None if option is None else OPTIONS.shared(option.model_dump_json(), option)
 
 
 def model_name(option: Any) -> str | None:

@@ -57,7 +57,7 @@ def estimated_tokens(instructions: str, messages: Sequence[ChatMessage], tools: 
     size = len(instructions.encode())
     for message in messages:
         size += len(message.text.encode()) + sum(len(json.dumps(call.arguments)) + len(call.name) for call in message.tool_calls)
-    size += sum(len(json.dumps([tool.name, tool.description, tool.parameters])) for tool in tools)
+    size += sum(tool.definition_size for tool in tools)
     images = sum(len(message.images) for message in messages)
     return math.ceil(size / BYTES_PER_TOKEN) + MESSAGE_TOKENS * (len(messages) + len(tools)) + IMAGE_TOKENS * images
 

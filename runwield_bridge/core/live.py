@@ -51,7 +51,7 @@ class Signal:
             await waiter
 
 
-@dataclass
+@dataclass(slots=True)
 class LiveSession:
     """A Session's in-memory resources while some client has it open."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Union, runtime_checkable
@@ -50,6 +51,11 @@ class ToolSpec:
     name: str
     description: str
     parameters: dict[str, Any]
+    definition_size: int = field(init=False, repr=False, compare=False)
+    """The characters of its definition as JSON (the token estimate counts them on every request: measured once)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "definition_size", len(json.dumps([self.name, self.description, self.parameters])))
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,7 @@ class TurnScheduler:
         """Run a turn now; the caller holds the Session's writer and no turn runs."""
         live.own_turn = own
         live.turn = asyncio.create_task(work(), name=name)
-        live.turn.add_done_callback(lambda _: live.changed.fire())
+        live.turn.add_done_callback(lambda turn: _settled(live, turn))
 
     async def next_stop(self, live: LiveSession) -> PromptResult:
         """Wait until the turn settles, or a chat question parks it until the next message."""
@@ -96,6 +96,14 @@ class TurnScheduler:
         """Cancel the follow-up turns that have not started."""
         for task in list(live.follow_ups):
             task.cancel()
+
+
+def _settled(live: LiveSession, turn: asyncio.Task[Any]) -> None:
+    """A turn ended: the Session lets it go (a process with many idle Sessions keeps no finished task for each, with
+    its result and its context), and whoever waits on the Session is woken."""
+    if live.turn is turn:
+        live.turn = None
+    live.changed.fire()
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:
