@@ -104,7 +104,8 @@ async def measure(size: int, database_server: str | None = None, active_heap: bo
 async def measure_on(size: int, database: dict[str, str], active_heap: bool = True) -> dict[str, Any]:
     from runwield_bridge.acp import session_methods
     from runwield_bridge.app import InProcessAgent
-    from runwield_bridge.app import App, freeze_long_lived_heap
+    from runwield_bridge.app import App
+    from runwield_bridge.long_lived_heap import freeze_long_lived_heap
     from runwield_bridge.bridge.bridge import Bridge
     from runwield_bridge.bridge.inbox import ChannelInbox
     from runwield_bridge.channels.budget import ChatBudget

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -210,24 +209,6 @@ class InProcessAgent:
             finally:
                 forever.cancel()
                 await conn.close()
-
-
-def freeze_long_lived_heap() -> None:
-    """For a process that serves for long (``wld bridge``, ``wld acp``, ``wld workspace``), once it has started: what
-    it holds by then (the modules, the plugins, the store), and after each collection of the older young generation
-    (or a full one) what survived it, is kept out of later collections: a full collection so walks only what was made
-    since the last collection of that generation, and its pause stays a young collection's however many conversations
-    and turns the process holds (docs/benchmarks.md). The price: a cycle among objects that survived two young
-    collections is never freed, so what a turn or a conversation makes must not form cycles (the objects are freed
-    when the last reference goes, as most are)."""
-    gc.freeze()
-    if _freeze_survivors not in gc.callbacks:
-        gc.callbacks.append(_freeze_survivors)
-
-
-def _freeze_survivors(phase: str, info: dict[str, int]) -> None:
-    if phase == "stop" and info["generation"] >= 1:
-        gc.freeze()
 
 
 def bridge_instances(store: Store) -> Instances | None:

@@ -64,7 +64,8 @@ async def cmd_acp(args: argparse.Namespace, settings: Settings) -> int:
 
     async def start_host() -> SessionHost:
         """Started once ``initialize`` is answered: the store, the plugins and the Session Host."""
-        from .app import App, freeze_long_lived_heap
+        from .app import App
+        from .long_lived_heap import freeze_long_lived_heap
 
         started.append(await App.start(settings))
         freeze_long_lived_heap()
@@ -90,7 +91,8 @@ async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
-    from .app import App, agent_endpoints, bridge_instances, freeze_long_lived_heap, open_workspace
+    from .app import App, agent_endpoints, bridge_instances, open_workspace
+    from .long_lived_heap import freeze_long_lived_heap
     from .bridge.runner import NO_CHANNELS, BridgeService, run_bridge
 
     if not settings.channels:  # before anything is created
@@ -111,7 +113,8 @@ async def cmd_bridge(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_workspace(args: argparse.Namespace, settings: Settings) -> int:
-    from .app import App, freeze_long_lived_heap, serve_workspace
+    from .app import App, serve_workspace
+    from .long_lived_heap import freeze_long_lived_heap
 
     app = await App.start(settings)
     freeze_long_lived_heap()
