@@ -52,6 +52,33 @@ async def fetch(url: str, sql: str, *args: Any) -> list[asyncpg.Record]:
         await conn.close()
 
 
+WRITTEN = "wld_test_written"
+"""The table a test's triggers note every row written to the database in (its table's name, then the row as JSON)."""
+
+
+async def note_every_write(url: str) -> None:
+    """From now on, note every row inserted or updated in any table of the (migrated) database ``url`` in ``WRITTEN``,
+    so a row deleted soon after it was written is still seen."""
+    tables = [row[0] for row in await fetch(url, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
+    statements = [
+        f"CREATE TABLE {WRITTEN} (row text NOT NULL)",
+        f"""CREATE FUNCTION {WRITTEN}_note() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN INSERT INTO {WRITTEN} VALUES (TG_TABLE_NAME || ' ' || row_to_json(NEW)::text); RETURN NULL; END $$""",
+        *(f'CREATE TRIGGER {WRITTEN}_note AFTER INSERT OR UPDATE ON "{table}" FOR EACH ROW EXECUTE FUNCTION {WRITTEN}_note()' for table in tables),
+    ]
+    for statement in statements:
+        await fetch(url, statement)
+
+
+async def every_row_written(url: str) -> list[str]:
+    """Every row noted since ``note_every_write``, and every row each table holds now, as ``TABLE JSON``."""
+    tables = [row[0] for row in await fetch(url, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
+    rows = [str(row[0]) for row in await fetch(url, f"SELECT row FROM {WRITTEN}")]
+    for table in tables:
+        rows += [f"{table} {row[0]}" for row in await fetch(url, f'SELECT row_to_json(t)::text FROM "{table}" t')]
+    return rows
+
+
 async def conversation_owner(url: str, conversation: str) -> str:
     """The instance that owns a conversation, as the database says."""
     return str((await fetch(url, "SELECT instance FROM conversation_owners WHERE conversation = $1", conversation))[0][0])

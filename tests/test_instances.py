@@ -16,10 +16,11 @@ from typing import Any
 
 import aiohttp
 import asyncpg
+import pytest
 from waiting import PATIENCE, POLL
 
-from tests.bridge_kit import SECRET
-from tests.database_kit import conversation_owner, fetch, postgres_database
+from tests.bridge_kit import SECRET, agent_calls, asking_agent
+from tests.database_kit import conversation_owner, every_row_written, fetch, note_every_write, postgres_database
 from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import TelegramFake
 from tests.wld_process import free_port, start_bridge, stop_bridges, write_config
@@ -50,8 +51,10 @@ class Instance:
 class Cluster:
     """The fakes, the database, and the `wld bridge` processes started on them."""
 
-    def __init__(self, tmp: Path, url: str, telegram: TelegramFake, slack: SlackFake, mode: str) -> None:
+    def __init__(self, tmp: Path, url: str, telegram: TelegramFake, slack: SlackFake, mode: str, agent: dict[str, Any] | None) -> None:
         self.tmp, self.url, self.telegram, self.slack, self.mode = tmp, url, telegram, slack, mode
+        self.agent = agent
+        """``[agents.asker]``, both channels' agent (the instances then log at DEBUG), if not the default one."""
         self.instances: list[Instance] = []
 
     async def start(self) -> Instance:
@@ -66,10 +69,11 @@ class Cluster:
             "bot_token": self.slack.token, "signing_secret": self.slack.signing_secret, "api_base_url": self.slack.api_url,
             "allowed_users": [self.slack.user_id], "edit_interval": 0.05, "sender_context": "never",
         }  # fmt: skip
-        config = write_config(
-            self.tmp / f"wld-{n}.toml",
-            {"database_url": self.url, "web": {"listen": f"127.0.0.1:{port}"}, "channels": {"telegram": telegram, "slack": slack}},
-        )
+        settings: dict[str, Any] = {"database_url": self.url, "web": {"listen": f"127.0.0.1:{port}"}, "channels": {"telegram": telegram, "slack": slack}}
+        if self.agent is not None:
+            settings |= {"log_level": "DEBUG", "agents": {"asker": self.agent}}
+            telegram["agent"] = slack["agent"] = "asker"
+        config = write_config(self.tmp / f"wld-{n}.toml", settings)
         log = self.tmp / f"wld-{n}.log"
         proc = await start_bridge(config, self.tmp / f"home-{n}", log)
         instance = Instance(proc, port, log)
@@ -140,14 +144,14 @@ def slack_dm(fake: SlackFake, dm: str) -> None:
 
 
 @contextlib.asynccontextmanager
-async def cluster(tmp_path: Path, mode: str) -> AsyncIterator[Cluster]:
+async def cluster(tmp_path: Path, mode: str, agent: dict[str, Any] | None = None) -> AsyncIterator[Cluster]:
     async with postgres_database() as url, TelegramFake() as telegram, SlackFake() as slack:
         for chat in TELEGRAM_CHATS:
             telegram.add_user(chat, f"user{chat}")
             telegram.add_chat(chat)
         for dm in SLACK_DMS:
             slack_dm(slack, dm)
-        world = Cluster(tmp_path, url, telegram, slack, mode)
+        world = Cluster(tmp_path, url, telegram, slack, mode, agent)
         try:
             yield world
         finally:
@@ -330,3 +334,32 @@ async def test_twenty_messages_from_four_people_at_once_to_two_instances_each_re
         while (found := {dm: sorted(await reached(dm)) for dm in people}) != notes:
             assert loop.time() < deadline, f"not every message reached the agent exactly once: {found}"
             await asyncio.sleep(POLL)
+
+
+@pytest.mark.parametrize("platform", ["slack", "telegram"])
+async def test_a_secret_answer_sent_to_the_instance_that_did_not_ask_reaches_the_agent_once_and_is_kept_nowhere(platform: str, tmp_path: Path) -> None:
+    """The reply to a secret question (a Slack event, a Telegram webhook) reaches the instance that does not own the
+    conversation: handed over through the database to the one that asked, it is never written there (every row any
+    table was given is noted by a trigger), nor to either instance's state directory or log (at DEBUG)."""
+    token = "sk-live-9Hd3wQ7pLx2Vn5Kc"
+    async with cluster(tmp_path, "webhook", asking_agent(tmp_path)) as world:
+        asker, other = await world.start(), await world.start()
+        await note_every_write(world.url)
+        chat, dm = TELEGRAM_CHATS[0], SLACK_DMS[0]
+
+        async def tell(text: str, via: Instance) -> None:
+            await (world.tell_slack(dm, text, via) if platform == "slack" else world.tell_telegram(chat, text, via))
+
+        def said() -> list[str]:
+            return world.slack_says(dm) if platform == "slack" else world.telegram_says(chat)
+
+        await tell("token please", asker)
+        await world.until(lambda: any("Your API token, please" in s for s in said()), "the secret question")
+        await tell(token, other)
+        await world.until(lambda: any(f"token: accept, {len(token)} characters" in s for s in said()), "the agent's answer")
+        rows = await every_row_written(world.url)
+    assert [c["value"] for c in agent_calls(tmp_path, "secret")] == [token], "the agent got the answer, once"
+    assert any(row.startswith("handoffs ") and '"kind":"message"' in row for row in rows), "the reply was handed over"
+    assert [row for row in rows if token in row] == [], "no row of the database held the answer"
+    files = [path for n in (0, 1) for path in [*(tmp_path / f"home-{n}").rglob("*"), tmp_path / f"wld-{n}.log"] if path.is_file()]
+    assert [str(path) for path in files if token.encode() in path.read_bytes()] == []

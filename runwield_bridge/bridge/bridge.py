@@ -115,8 +115,8 @@ class Bridge:
             await self.reopening.restore(conversation)
             if command := parse_command(message.text):
                 await self.commands.run(conversation, command, message.sender)
-            elif conversation.state is State.WAITING_FOR_ANSWER:
-                await self._answer(conversation, message)
+            elif conversation.state is State.WAITING_FOR_ANSWER or self.questions.has_open(message.conversation):
+                await self._answer(conversation, message)  # never queued as a follow-up: it may be a secret answer
             elif conversation.busy or conversation.queue:
                 return await self.turns.follow_up(conversation, message)
             else:

@@ -14,6 +14,7 @@ from .delivery import deliver
 from .bridge import Bridge
 from .handed_events import answer_from, answer_json, menu_from, menu_json, message_from, message_json, press_from, press_json, request_from, request_json
 from .instances import HANDED_OVER, HandoffRecord
+from .sealed_handoffs import seal, unseal
 
 
 INTERRUPTED = (
@@ -62,7 +63,8 @@ class ChannelInbox:
             if owner is None:
                 return await self.bridge.receive_message(self.channel, message)
             assert self.bridge.instances is not None
-            await self.bridge.instances.hand_off(owner, self.channel.name, "message", await message_json(message))
+            sealed = seal(self.channel.settings, await message_json(message))  # its text never in the database
+            await self.bridge.instances.hand_off(owner, self.channel.name, "message", sealed)
             return None
 
     async def receive_press(self, press: ButtonPress) -> str:
@@ -84,7 +86,7 @@ class ChannelInbox:
         """An event another instance received for a conversation this one owns, handled as if received here; the answer
         to send back (a press's notice, a request's result), None for a message."""
         if handoff.kind == "message":
-            await self.bridge.receive_message(self.channel, message_from(handoff.payload))
+            await self.bridge.receive_message(self.channel, self.handed_event(handoff))
             return None
         if handoff.kind == "press":
             return self.bridge.receive_press(self.channel, press_from(handoff.payload))
@@ -94,6 +96,12 @@ class ChannelInbox:
         except BridgeError as exc:
             return answer_json(error=exc)
         return answer_json(menu_json(result) if handoff.kind == "models" else result)
+
+    def handed_event(self, handoff: HandoffRecord) -> IncomingMessage | ButtonPress:
+        """The message (unsealed) or button press a handoff carries."""
+        if handoff.kind == "message":
+            return message_from(unseal(self.channel.settings, handoff.payload))
+        return press_from(handoff.payload)
 
     @contextlib.asynccontextmanager
     async def _routed(self, conversation: Conversation) -> AsyncIterator[str | None]:

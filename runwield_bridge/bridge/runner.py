@@ -20,7 +20,6 @@ from ..channels.contract import Channel, ChannelContext, ChannelFactory
 from .dedupe import UpdateLog
 from .delivery import deliver
 from .follow_ups import FollowUpLog
-from .handed_events import message_from, press_from
 from .inbox import INTERRUPTED, ChannelInbox
 from .instances import HandoffRecord, Instances
 from .links import unreachable_links
@@ -131,9 +130,10 @@ class BridgeService:
         for channel in self.channels:
             await self.bridge.reopening.take_up(channel, dead, [key for key in conversations if key.startswith(f"{channel.name}:")])
         for handoff in (h for h in cut if h.kind in ("message", "press")):  # a request's asker says it got no answer
-            inbox = self.inboxes.get(handoff.channel)
-            event = message_from(handoff.payload) if handoff.kind == "message" else press_from(handoff.payload)
-            if inbox is not None and inbox.allows(event.sender, event.conversation):
+            if (inbox := self.inboxes.get(handoff.channel)) is None:
+                continue
+            event = inbox.handed_event(handoff)
+            if inbox.allows(event.sender, event.conversation):
                 await deliver(inbox.channel, event.conversation, INTERRUPTED)
 
     async def stop(self) -> None:

@@ -37,6 +37,12 @@ class ChannelSettings(Strict):
         """Who may reach an agent through this channel."""
         return Allowlist(self.allowed_users, self.allowed_chats)
 
+    @property
+    def credential(self) -> str | None:
+        """What every instance serving this channel is configured with and the database never holds (its bot token):
+        messages handed between instances are sealed with a key made from it. None where there is none (the terminal)."""
+        return None
+
 
 S = TypeVar("S", bound=Strict)
 

@@ -24,3 +24,7 @@ class DiscordSettings(ChannelSettings):
 
     def allowlist(self) -> Allowlist:
         return Allowlist(self.allowed_users, self.allowed_chats, map(str, self.allowed_roles))
+
+    @property
+    def credential(self) -> str:
+        return self.token

@@ -25,6 +25,10 @@ class SlackSettings(ChannelSettings):
     owner): with it the reply to a secret question is deleted from the chat (a bot token may delete only its own)."""
     events_path: str = Field("/slack/events", pattern=r"^/")
 
+    @property
+    def credential(self) -> str:
+        return self.bot_token
+
     @model_validator(mode="after")
     def _secret_for_the_mode(self) -> Self:
         if self.socket_mode and not self.app_token:

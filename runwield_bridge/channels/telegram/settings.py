@@ -24,6 +24,10 @@ class TelegramSettings(ChannelSettings):
     require_mention: bool = True
 
     @property
+    def credential(self) -> str:
+        return self.token
+
+    @property
     def files_url(self) -> str:
         """Where files are downloaded: ``file_base_url``, else ``api_base_url`` with ``/bot`` -> ``/file/bot``."""
         if self.file_base_url:
