@@ -15,9 +15,9 @@ from test_acp_server import INIT, WLD, text_prompt, updates
 from test_plugins import make_distribution
 from test_providers import model_entry
 from test_providers import openai_fake as model  # noqa: F401 - the fake model fixture
-from waiting import until
+from waiting import release, until
 
-# A tool that starts background work: it waits for the file `release`, writes `finished` and returns the text;
+# A tool that starts background work: it waits for the file `release` (waiting.release writes it whole), writes `finished` and returns the text;
 # cancelled, it writes `cancelled` (so a test can know the work was stopped without waiting for something that never comes).
 LATER_PLUGIN = '''
 import asyncio
@@ -85,7 +85,7 @@ async def test_the_result_arrives_after_the_prompt_as_a_new_turn(tmp_path: Path,
         turns = settled_turns(client, session_id)
         assert "the answer is 42" not in shown(client, session_id)
         model.queue(Reply(text=("The job says 42.",)))
-        (tmp_path / "release").write_text("the answer is 42")
+        release(tmp_path, "the answer is 42")
         await until(lambda: settled_turns(client, session_id) == turns + 1, "the result turn to settle")
         assert "Background task \u201cslow job\u201d finished:\n\nthe answer is 42" in shown(client, session_id)
         assert shown(client, session_id).endswith("The job says 42.")
@@ -107,7 +107,7 @@ async def test_cancel_stops_the_task_and_no_late_result_follows(tmp_path: Path, 
         asked = len(model.calls)
         await client.notify("session/cancel", {"sessionId": session_id})
         await until(lambda: (tmp_path / "cancelled").exists(), "the background work to be cancelled")
-        (tmp_path / "release").write_text("too late")
+        release(tmp_path, "too late")
         model.queue(Reply(text=("Hello again.",)))
         assert await client.call("session/prompt", text_prompt(session_id, "hi")) == {"stopReason": "end_turn"}
         assert "too late" not in shown(client, session_id) and "finished" not in shown(client, session_id)
@@ -126,7 +126,7 @@ async def test_a_result_never_answers_a_waiting_question(tmp_path: Path, model: 
         )
         assert await client.call("session/prompt", text_prompt(session_id, "ask me")) == {"stopReason": "end_turn"}
         assert updates(client, session_id, "tool_call_update")[-1]["status"] != "completed"  # the question waits
-        (tmp_path / "release").write_text("the answer is 42")
+        release(tmp_path, "the answer is 42")
         await until(lambda: (tmp_path / "finished").exists(), "the background work to finish")
         assert await client.call("session/prompt", text_prompt(session_id, "Ada")) == {"stopReason": "end_turn"}
         answered = model.calls_to("chat.completions")[3]["messages"][-1]

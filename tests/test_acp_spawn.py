@@ -14,7 +14,7 @@ from acp_wire import WireClient
 from runwield_bridge.acp.extensions import SPAWNED
 from tests.bridge_kit import agent_calls, asking_agent
 from tests.wld_process import write_config
-from waiting import until
+from waiting import release, until
 
 
 def config(tmp_path: Path) -> str:
@@ -50,7 +50,7 @@ async def test_spawn_starts_the_agent_on_its_task_in_a_new_session_that_a_client
         joined = len(client.messages)
         await client.call("session/resume", {"sessionId": new, "cwd": str(tmp_path), "mcpServers": []})
         await until(lambda: since(client, joined, new, "available_commands_update"), "the joined Session's commands")
-        (tmp_path / "release").write_text("go")
+        release(tmp_path, "go")
         await until(lambda: "released: go" in text_since(client, joined, new), "the rest of the task's reply, streamed to the client that joined")
         await until(lambda: since(client, joined, new, "session_info_update"), "the task's turn settling")
 

@@ -21,7 +21,7 @@ from tests.fakes.telegram_api import TelegramFake
 from tests.platform_kit import TelegramWorld
 from tests.test_chat_journey import wld_bridge
 from tests.wld_process import write_config
-from waiting import PATIENCE, until
+from waiting import PATIENCE, release, until
 
 TASK = "hold the line until released"
 PEER_CHAT = 777
@@ -69,7 +69,7 @@ async def test_a_child_runs_in_the_background_and_its_result_is_a_later_turn_of_
         told = await chat.reply_containing(OWNER, "targetDisposition", final=True)
         assert '"targetDisposition": "steered"' in told["text"] and '"delivery": {"status": "skipped"}' in told["text"]
 
-        (tmp_path / "release").write_text("all tests pass")
+        release(tmp_path, "all tests pass")
         result = await chat.reply_containing(OWNER, "tester finished the task I handed over", final=True)
         assert "It says: released: all tests pass" in result["text"]
         await until(lambda: line_of(fake, OWNER)["text"] == f"🧵 tester: {TASK} … done", "the same line edited to done")
@@ -132,7 +132,7 @@ async def test_cancelling_the_parent_cancels_its_running_child_and_no_result_fol
         await chat.say(OWNER, "/cancel")
         await until(lambda: bool(agent_calls(tmp_path, "session/cancel")), "the child's turn cancelled")
         await until(lambda: line_of(fake, OWNER)["text"] == "🧵 tester: hold it, slow down … cancelled", "the line edited to cancelled")
-        (tmp_path / "release").write_text("too late")
+        release(tmp_path, "too late")
         await chat.say(OWNER, "/status")
         await until(lambda: any(f"Children: {child} (tester, cancelled)" in t for t in chat.texts(OWNER)), "the child listed as cancelled")
         assert not [t for t in chat.texts(OWNER) if "finished the task" in t or "too late" in t], "no late result"

@@ -14,7 +14,7 @@ from acp_wire import WireClient
 from tests.bridge_kit import asking_agent
 from playwright.async_api import Browser, Page, WebSocket, WebSocketRoute, async_playwright, expect
 from test_review_browser import CHROMIUM_ARGS, chromium
-from waiting import PATIENCE, until
+from waiting import PATIENCE, release, until
 from workspace_kit import Workspace, cut_connections, screenshot, workspace
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -397,7 +397,7 @@ async def test_spawn_starts_an_agent_on_a_task_beside_this_session_or_opens_it_h
         await send(page, "/spawn echo-agent --here hold this")
         await expect(page.locator("#session-title")).to_have_text("hold this")  # opened in the page
         await expect(entries(page, "user", "hold this")).to_have_count(1)
-        (tmp_path / "release").write_text("now")
+        release(tmp_path, "now")
         await expect(entries(page, "agent", "released: now")).to_have_count(1)
         await expect(page.locator("#entries .live")).to_have_count(0)
         titles = await page.locator("#projects .session").all_inner_texts()

@@ -8,7 +8,9 @@ caught by this bound or by pytest-timeout (pyproject.toml), with a message sayin
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 PATIENCE = 60.0  # seconds
 POLL = 0.02  # seconds between checks of a condition nothing signals
@@ -22,3 +24,10 @@ async def until(condition: Callable[[], object], what: str, timeout: float = PAT
         if loop.time() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         await asyncio.sleep(POLL)
+
+
+def release(directory: Path, text: str) -> None:
+    """Let a test agent or tool waiting for the file ``release`` in ``directory`` go on with ``text``: the file
+    appears whole (renamed into place), so a reader that sees it never reads it empty."""
+    (directory / "release.part").write_text(text)
+    os.replace(directory / "release.part", directory / "release")
